@@ -1,0 +1,42 @@
+# mltrain: build, test, lint, run the lab, benchmark.
+GO      ?= go
+BIN     ?= bin/mltrain
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+PKGS    := ./...
+
+.PHONY: all build test lint vet fmt-check up bench fuzz py-check clean
+
+all: lint test build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mltrain
+
+# Every test, integration tests against the real Docker engine included.
+test: lint py-check
+	$(GO) test -count=1 -timeout 40m $(PKGS)
+
+lint: fmt-check vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+# Python in workspace/ can only be compiled here (no PyPI): catch syntax errors.
+py-check:
+	@if ls workspace/*.py >/dev/null 2>&1; then python3 -m py_compile workspace/*.py && echo "py_compile: workspace ok"; fi
+
+# The main job: bring the lab up on this host.
+up: build
+	./$(BIN) up $(ARGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseProperties -fuzztime 30s ./internal/gpu
+
+clean:
+	rm -rf bin

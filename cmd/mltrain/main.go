@@ -1,0 +1,30 @@
+// Command mltrain turns one leased GPU node into a verified Ray training lab.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+)
+
+// version is set at build time: -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		if !clierr.IsSilent(err) {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			if h := clierr.Hint(err); h != "" {
+				fmt.Fprintf(os.Stderr, "Next: %s\n", h)
+			}
+		}
+		os.Exit(clierr.Code(err))
+	}
+}

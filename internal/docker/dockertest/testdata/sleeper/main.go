@@ -1,0 +1,43 @@
+// sleeper is a test stand-in: it prints a line, answers "health" as an exec
+// command with exit 0, exits with $EXIT_CODE after $EXIT_AFTER if set, and
+// otherwise waits for SIGTERM.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "health":
+			os.Exit(0)
+		case "echo":
+			fmt.Println(os.Args[2:])
+			os.Exit(0)
+		case "env":
+			fmt.Println(os.Getenv(os.Args[2]))
+			os.Exit(0)
+		}
+	}
+	fmt.Println("sleeper up")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if d, err := time.ParseDuration(os.Getenv("EXIT_AFTER")); err == nil {
+		code, _ := strconv.Atoi(os.Getenv("EXIT_CODE"))
+		select {
+		case <-time.After(d):
+			fmt.Println("sleeper exiting with", code)
+			os.Exit(code)
+		case <-sig:
+		}
+		return
+	}
+	<-sig
+	fmt.Println("sleeper got SIGTERM")
+}

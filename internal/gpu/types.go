@@ -1,0 +1,72 @@
+// Package gpu finds the host's GPUs: NVIDIA through NVML (go-nvml), AMD through
+// the KFD topology in sysfs, and a PCI scan that tells "hardware present but the
+// driver is not working" from "no GPU at all".
+//
+// The JSON form of Report is stable: `mltrain gpus --json` prints it,
+// `mltrain render --gpus-from` reads it, and instructors' scripts consume it.
+package gpu
+
+// Vendor of a GPU.
+type Vendor string
+
+const (
+	NVIDIA Vendor = "nvidia"
+	AMD    Vendor = "amd"
+)
+
+// GPU is one usable device.
+type GPU struct {
+	Vendor    Vendor `json:"vendor"`
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"` // NVIDIA UUID (GPU-…) or AMD KFD unique_id
+	Name      string `json:"name"`
+	MemoryMiB int64  `json:"memory_mib"`
+	PCIBusID  string `json:"pci_bus_id"` // normalised 0000:17:00.0
+	// AMD only: the render node the container gets, e.g. /dev/dri/renderD128.
+	RenderNode string `json:"render_node,omitempty"`
+	// AMD only: the KFD gpu_id (what ROCm tools show as the node's id).
+	KFDGPUID uint64 `json:"kfd_gpu_id,omitempty"`
+	// NVIDIA only: MIG mode on. A MIG-enabled GPU is listed but flagged.
+	MIG    bool   `json:"mig,omitempty"`
+	Source string `json:"source"` // nvml | kfd
+}
+
+// Problem is something that keeps GPUs from being used, with its fix.
+type Problem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Fix     string `json:"fix"`
+}
+
+// Report is the result of detection.
+type Report struct {
+	GPUs     []GPU     `json:"gpus"`
+	Problems []Problem `json:"problems"`
+}
+
+// Vendor returns the vendor of the GPUs found ("" when none).
+func (r Report) Vendor() Vendor {
+	if len(r.GPUs) == 0 {
+		return ""
+	}
+	return r.GPUs[0].Vendor
+}
+
+// HardwareWithoutDriver reports whether a problem says GPU hardware is
+// present but unusable: such a host must not silently become a CPU lab.
+func (r Report) HardwareWithoutDriver() bool {
+	for _, p := range r.Problems {
+		if p.Code == CodeDriverMissing || p.Code == CodeLibraryMissing || p.Code == CodeNVMLError {
+			return true
+		}
+	}
+	return false
+}
+
+// Problem codes other packages test for.
+const (
+	CodeDriverMissing  = "driver-missing"  // PCI device present, kernel driver not bound
+	CodeLibraryMissing = "library-missing" // driver bound, user-space library (NVML) absent
+	CodeNVMLError      = "nvml-error"      // NVML present but failing
+	CodeNoGPU          = "no-gpu"          // no GPU hardware at all
+)

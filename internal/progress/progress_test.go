@@ -1,0 +1,59 @@
+package progress
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLinesOneLinePerStep(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLines(&buf)
+	Begin(l, "pull minio", "")
+	for i := int64(0); i <= 10; i++ {
+		Advance(l, "pull minio", i, 10, "bytes")
+	}
+	End(l, "pull minio", "")
+	Begin(l, "wait ray", "")
+	Failed(l, "wait ray", errors.New("ray-head exited"))
+	Warning(l, "no GPU: CPU rehearsal")
+	out := buf.String()
+	assert.Equal(t, 5, strings.Count(out, "\n"), out)
+	assert.Contains(t, out, "✓ pull minio (")
+	assert.Contains(t, out, "✗ wait ray: ray-head exited")
+	assert.Contains(t, out, "! no GPU: CPU rehearsal")
+}
+
+func TestJSONThrottlesUpdates(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewJSON(&buf)
+	Begin(j, "s", "")
+	for i := int64(1); i <= 100; i++ {
+		Advance(j, "s", i, 100, "")
+	}
+	End(j, "s", "ok")
+	var kinds []Kind
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		var e Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
+		kinds = append(kinds, e.Kind)
+	}
+	// start, first update, final (complete) update, done
+	assert.Equal(t, []Kind{Start, Update, Update, Done}, kinds)
+}
+
+func TestRecorder(t *testing.T) {
+	var r Recorder
+	Begin(&r, "a", "")
+	End(&r, "a", "")
+	assert.True(t, r.Has("a", Done))
+	assert.False(t, r.Has("a", Fail))
+	assert.Len(t, r.Events(), 2)
+}
