@@ -352,10 +352,17 @@ func (s *SDK) ContainerList(ctx context.Context, labels map[string]string) ([]Co
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
-		out = append(out, Container{
+		ct := Container{
 			ID: c.ID, Name: name, Image: c.Image, State: string(c.State), Status: c.Status,
 			Labels: c.Labels, Created: time.Unix(c.Created, 0),
-		})
+		}
+		for _, p := range c.Ports {
+			if p.PublicPort == 0 {
+				continue
+			}
+			ct.Ports = append(ct.Ports, Port{HostIP: addrString(p.IP), HostPort: int(p.PublicPort), ContainerPort: int(p.PrivatePort), Proto: p.Type})
+		}
+		out = append(out, ct)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

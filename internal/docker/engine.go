@@ -114,6 +114,15 @@ type Container struct {
 	Status  string // human text, e.g. "Up 3 minutes (healthy)"
 	Labels  map[string]string
 	Created time.Time
+	Ports   []Port // published ports
+}
+
+// Port is a published container port.
+type Port struct {
+	HostIP        string
+	HostPort      int
+	ContainerPort int
+	Proto         string
 }
 
 // ContainerDetails is a container as inspected.

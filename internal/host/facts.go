@@ -1,0 +1,20 @@
+// Package host gathers the facts about this machine that the lab is planned
+// from: GPUs, CPUs, memory, disk, groups, and the address browsers will use.
+package host
+
+import "github.com/mltrain/mltrain/internal/gpu"
+
+// Facts is the input of the lab plan. It is plain data so that
+// `mltrain render` can build it from flags and a `gpus --json` file for a host
+// you are not on.
+type Facts struct {
+	GPUs        gpu.Report `json:"gpus"`
+	CPUs        int        `json:"cpus"`
+	MemoryBytes int64      `json:"memory_bytes"`
+	// HostIP is the address students' browsers use to reach the lab.
+	HostIP string `json:"host_ip"`
+	// RenderGID and VideoGID are the host's numeric groups owning
+	// /dev/dri/renderD* and /dev/kfd (AMD containers get them via group_add).
+	RenderGID int `json:"render_gid,omitempty"`
+	VideoGID  int `json:"video_gid,omitempty"`
+}
