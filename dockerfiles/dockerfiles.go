@@ -44,10 +44,17 @@ func Hash(k Kind, rayVersion string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return HashOf(string(k), rayVersion, b), nil
+}
+
+// HashOf is the content hash of any build (name, Ray version, Dockerfile
+// bytes): Hash for the embedded images, and for other Dockerfiles built the
+// same way (tests). 12 hex digits.
+func HashOf(name, rayVersion string, dockerfile []byte) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "kind=%s\nray=%s\n", k, rayVersion)
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
+	fmt.Fprintf(h, "kind=%s\nray=%s\n", name, rayVersion)
+	h.Write(dockerfile)
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Ref is the image reference mltrain builds for kind and rayVersion.
