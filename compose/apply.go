@@ -1,0 +1,374 @@
+package compose
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/graph"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/progress"
+)
+
+// ApplyOptions tunes Apply.
+type ApplyOptions struct {
+	Reporter progress.Reporter
+	// ConfigFiles and WorkingDir go into compose's labels so
+	// `docker compose -p <project>` finds the files mltrain wrote.
+	ConfigFiles []string
+	WorkingDir  string
+	// StopTimeout is how long a container gets after SIGTERM when it is
+	// recreated or removed (Ray needs a few seconds to leave the cluster).
+	StopTimeout time.Duration
+	// HealthTimeout bounds each wait for a dependency to become healthy.
+	HealthTimeout time.Duration
+}
+
+// Result says what Apply did to each service's container.
+type Result struct {
+	Created   []string `json:"created"`   // new containers
+	Recreated []string `json:"recreated"` // config changed: replaced
+	Started   []string `json:"started"`   // existed unchanged but were stopped
+	Unchanged []string `json:"unchanged"` // left alone
+	Removed   []string `json:"removed"`   // orphans: services no longer in the project
+}
+
+func (r *Result) add(list *[]string, name string, mu *sync.Mutex) {
+	mu.Lock()
+	*list = append(*list, name)
+	sort.Strings(*list)
+	mu.Unlock()
+}
+
+// Apply makes the engine match the project: networks and volumes exist,
+// every service has one container with the current config hash, running;
+// containers whose hash is unchanged are left alone, so a second Apply is a
+// no-op. Services start in depends_on order, independent ones in parallel, and
+// a service_healthy dependency is waited for (failing fast, with its logs,
+// when it exits or turns unhealthy).
+func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOptions) (Result, error) {
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+	if o.HealthTimeout == 0 {
+		o.HealthTimeout = 5 * time.Minute
+	}
+	var res Result
+	var mu sync.Mutex
+	if err := ensureNetworksAndVolumes(ctx, eng, p, o.Reporter); err != nil {
+		return res, err
+	}
+	removed, err := removeOrphans(ctx, eng, p, o)
+	if err != nil {
+		return res, err
+	}
+	res.Removed = removed
+
+	needHealthy := map[string]string{} // service -> condition its dependents need
+	for _, s := range p.Services {
+		for dep, d := range s.DependsOn {
+			if d.Condition == types.ServiceConditionHealthy || needHealthy[dep] == "" {
+				needHealthy[dep] = d.Condition
+			}
+		}
+	}
+
+	err = graph.InDependencyOrder(ctx, p, func(ctx context.Context, name string, s types.ServiceConfig) error {
+		step := "service " + name
+		progress.Begin(o.Reporter, step, "")
+		action, err := ensureService(ctx, eng, p, s, o)
+		if err != nil {
+			progress.Failed(o.Reporter, step, err)
+			return err
+		}
+		switch action {
+		case "created":
+			res.add(&res.Created, name, &mu)
+		case "recreated":
+			res.add(&res.Recreated, name, &mu)
+		case "started":
+			res.add(&res.Started, name, &mu)
+		default:
+			res.add(&res.Unchanged, name, &mu)
+		}
+		switch needHealthy[name] {
+		case types.ServiceConditionHealthy:
+			progress.Say(o.Reporter, step, "waiting until healthy (a dependency of other services)")
+			if err := WaitHealthy(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
+				progress.Failed(o.Reporter, step, err)
+				return err
+			}
+		case types.ServiceConditionCompletedSuccessfully:
+			if err := waitExited0(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
+				progress.Failed(o.Reporter, step, err)
+				return err
+			}
+		}
+		progress.End(o.Reporter, step, action)
+		return nil
+	})
+	return res, err
+}
+
+func ensureNetworksAndVolumes(ctx context.Context, eng docker.Engine, p *types.Project, rep progress.Reporter) error {
+	nets := map[string]bool{}
+	for _, s := range p.Services {
+		if s.NetworkMode == "" {
+			for _, k := range serviceNetworks(s) {
+				nets[k] = true
+			}
+		}
+	}
+	for k := range nets {
+		n := p.Networks[k]
+		name := NetworkName(p, k)
+		if n.External {
+			continue
+		}
+		labels := maps.Clone(map[string]string(n.Labels))
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelProject], labels[LabelNetwork], labels[LabelVersion], labels[LabelManagedBy] = p.Name, k, composeVersion, "mltrain"
+		created, err := eng.NetworkEnsure(ctx, name, labels)
+		if err != nil {
+			return err
+		}
+		if created {
+			progress.Note(rep, "created network "+name)
+		}
+	}
+	for k, v := range p.Volumes {
+		if v.External {
+			continue
+		}
+		labels := maps.Clone(map[string]string(v.Labels))
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelProject], labels[LabelVolume], labels[LabelVersion], labels[LabelManagedBy] = p.Name, k, composeVersion, "mltrain"
+		created, err := eng.VolumeEnsure(ctx, VolumeName(p, k), labels)
+		if err != nil {
+			return err
+		}
+		if created {
+			progress.Note(rep, "created volume "+VolumeName(p, k))
+		}
+	}
+	return nil
+}
+
+// removeOrphans removes the project's containers whose service is gone
+// (e.g. after `up --workers 1` following a 2-worker lab).
+func removeOrphans(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOptions) ([]string, error) {
+	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: p.Name})
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, c := range list {
+		svc := c.Labels[LabelService]
+		if _, ok := p.Services[svc]; ok || c.Labels[LabelOneoff] == "True" {
+			continue
+		}
+		if err := eng.ContainerStop(ctx, c.ID, o.StopTimeout); err != nil {
+			return removed, err
+		}
+		if err := eng.ContainerRemove(ctx, c.ID, true); err != nil {
+			return removed, err
+		}
+		progress.Note(o.Reporter, fmt.Sprintf("removed %s (service %s is no longer in the lab)", c.Name, svc))
+		removed = append(removed, c.Name)
+	}
+	return removed, nil
+}
+
+// ConfigHash is the hash of what a service's container is created from: the
+// service definition and the image's ID (a rebuilt image recreates it).
+func ConfigHash(s types.ServiceConfig, imageID string) (string, error) {
+	s.DependsOn = nil // ordering, not configuration
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("hash service %s: %w", s.Name, err)
+	}
+	h := sha256.New()
+	h.Write(b)
+	h.Write([]byte(imageID))
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func ensureService(ctx context.Context, eng docker.Engine, p *types.Project, s types.ServiceConfig, o ApplyOptions) (string, error) {
+	img, err := eng.ImageInspect(ctx, s.Image)
+	if docker.IsNotFound(err) {
+		return "", clierr.WithHint(fmt.Errorf("service %s: image %s is not on this host: %w", s.Name, s.Image, err),
+			"run 'mltrain build' (lab images) or 'mltrain images load FILE' (preloaded images), then 'mltrain up' again")
+	}
+	if err != nil {
+		return "", fmt.Errorf("service %s: %w", s.Name, err)
+	}
+	hash, err := ConfigHash(s, img.ID)
+	if err != nil {
+		return "", err
+	}
+	name := ContainerName(p, s)
+	labels := maps.Clone(map[string]string(s.Labels))
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	deps := make([]string, 0, len(s.DependsOn))
+	for d, c := range s.DependsOn {
+		deps = append(deps, fmt.Sprintf("%s:%s:%t", d, c.Condition, c.Restart))
+	}
+	sort.Strings(deps)
+	maps.Copy(labels, map[string]string{
+		LabelProject: p.Name, LabelService: s.Name, LabelNumber: "1", LabelOneoff: "False",
+		LabelConfigHash: hash, LabelVersion: composeVersion, LabelImage: img.ID,
+		LabelDependsOn: strings.Join(deps, ","), LabelManagedBy: "mltrain",
+		LabelWorkingDir: o.WorkingDir, LabelConfigFiles: strings.Join(o.ConfigFiles, ","),
+	})
+
+	action := "created"
+	cur, err := eng.ContainerInspect(ctx, name)
+	switch {
+	case err == nil:
+		if cur.Labels[LabelProject] != p.Name {
+			return "", clierr.WithHint(fmt.Errorf("service %s: a container named %s exists and is not part of lab %q", s.Name, name, p.Name),
+				fmt.Sprintf("remove it ('docker rm -f %s') or choose another lab name with --project", name))
+		}
+		if cur.Labels[LabelConfigHash] == hash {
+			if cur.Running {
+				return "unchanged", nil
+			}
+			if err := eng.ContainerStart(ctx, cur.ID); err != nil {
+				return "", err
+			}
+			return "started", nil
+		}
+		if err := eng.ContainerStop(ctx, cur.ID, o.StopTimeout); err != nil {
+			return "", err
+		}
+		if err := eng.ContainerRemove(ctx, cur.ID, true); err != nil {
+			return "", err
+		}
+		action = "recreated"
+	case !docker.IsNotFound(err):
+		return "", err
+	}
+	spec, err := toSpec(p, s, labels)
+	if err != nil {
+		return "", err
+	}
+	id, err := eng.ContainerCreate(ctx, spec)
+	if err != nil {
+		return "", fmt.Errorf("service %s: %w", s.Name, err)
+	}
+	if err := eng.ContainerStart(ctx, id); err != nil {
+		return "", explainStart(s, name, err)
+	}
+	return action, nil
+}
+
+// explainStart turns the engine's most common start failures into what to do.
+func explainStart(s types.ServiceConfig, name string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
+		return clierr.WithHint(fmt.Errorf("service %s: a host port it publishes is taken: %w", s.Name, err),
+			"run 'mltrain doctor' to see which container or process holds it, stop that, then 'mltrain up'")
+	case strings.Contains(msg, "could not select device driver") || strings.Contains(msg, "nvidia"):
+		return clierr.WithHint(fmt.Errorf("service %s: the engine cannot give the container its GPU: %w", s.Name, err),
+			"run 'mltrain doctor' (NVIDIA: 'sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker')")
+	}
+	return fmt.Errorf("start %s: %w", name, err)
+}
+
+// Down removes the project's containers (dependents first) and its networks.
+// Volumes are removed only when removeVolumes is set.
+func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout time.Duration, removeVolumes bool, rep progress.Reporter) ([]string, error) {
+	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: project})
+	if err != nil {
+		return nil, err
+	}
+	// Stop in reverse dependency order as recorded on the containers: a
+	// container that others depend on stops after them.
+	dependedOn := map[string]bool{}
+	for _, c := range list {
+		for _, d := range strings.Split(c.Labels[LabelDependsOn], ",") {
+			if svc, _, ok := strings.Cut(d, ":"); ok {
+				dependedOn[svc] = true
+			}
+		}
+	}
+	var removed []string
+	var errs []error
+	for _, wave := range []bool{false, true} {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, c := range list {
+			if dependedOn[c.Labels[LabelService]] != wave {
+				continue
+			}
+			wg.Add(1)
+			go func(c docker.Container) {
+				defer wg.Done()
+				step := "remove " + c.Name
+				progress.Begin(rep, step, "")
+				err := eng.ContainerStop(ctx, c.ID, stopTimeout)
+				if err == nil {
+					err = eng.ContainerRemove(ctx, c.ID, true)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					progress.Failed(rep, step, err)
+					errs = append(errs, err)
+					return
+				}
+				progress.End(rep, step, "")
+				removed = append(removed, c.Name)
+			}(c)
+		}
+		wg.Wait()
+	}
+	if len(errs) > 0 {
+		return removed, errors.Join(errs...)
+	}
+	sort.Strings(removed)
+	if err := removeLabelled(ctx, eng, project, removeVolumes, rep); err != nil {
+		return removed, err
+	}
+	return removed, nil
+}
+
+func removeLabelled(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) error {
+	// Networks are not listable through the narrow interface; the lab's
+	// network names follow the project, so remove the default one by name.
+	if err := eng.NetworkRemove(ctx, project+"_default"); err != nil {
+		return err
+	}
+	if !removeVolumes {
+		return nil
+	}
+	vols, err := eng.VolumeList(ctx, map[string]string{LabelProject: project})
+	if err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if err := eng.VolumeRemove(ctx, v.Name); err != nil {
+			return err
+		}
+		progress.Note(rep, "removed volume "+v.Name)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package compose
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+)
+
+// LogTail is how many log lines a container failure shows.
+const LogTail = 30
+
+// pollEvery is how often waits re-inspect a container.
+var pollEvery = 300 * time.Millisecond
+
+// ContainerFailure is a container that exited or turned unhealthy while
+// mltrain waited for it, with its last log lines.
+type ContainerFailure struct {
+	Container string
+	Reason    string // "exited with code 1", "unhealthy", "OOM-killed"
+	Logs      string
+}
+
+func (e *ContainerFailure) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "container %s %s", e.Container, e.Reason)
+	if e.Logs != "" {
+		fmt.Fprintf(&b, "\n  last %d log lines of %s:\n", LogTail, e.Container)
+		for _, l := range strings.Split(strings.TrimRight(e.Logs, "\n"), "\n") {
+			b.WriteString("    " + l + "\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func troubleshoot(name string) string {
+	return fmt.Sprintf("see 'docker logs %s' and 'docker inspect %s', fix the cause, then run 'mltrain up' again (or 'mltrain status')", name, name)
+}
+
+func failure(ctx context.Context, eng docker.Engine, name, reason string) error {
+	var buf bytes.Buffer
+	// A failing container's logs are the first thing to read; fetch them even
+	// if the caller's context is about to end.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = eng.ContainerLogs(lctx, name, docker.LogsOptions{Tail: fmt.Sprint(LogTail)}, &buf, &buf)
+	return clierr.WithHint(&ContainerFailure{Container: name, Reason: reason, Logs: buf.String()}, troubleshoot(name))
+}
+
+// checkAlive returns a failure when the container has exited or is unhealthy.
+func checkAlive(ctx context.Context, eng docker.Engine, d docker.ContainerDetails) error {
+	switch {
+	case d.OOMKilled:
+		return failure(ctx, eng, d.Name, "was killed: out of memory")
+	case !d.Running && (d.State == "exited" || d.State == "dead"):
+		return failure(ctx, eng, d.Name, fmt.Sprintf("exited with code %d", d.ExitCode))
+	case d.Health == "unhealthy":
+		return failure(ctx, eng, d.Name, "is unhealthy (its healthcheck fails)")
+	}
+	return nil
+}
+
+// WaitHealthy waits until the container is healthy (or simply running when it
+// has no healthcheck), failing fast when it exits or turns unhealthy.
+func WaitHealthy(ctx context.Context, eng docker.Engine, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		d, err := eng.ContainerInspect(ctx, name)
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", name, err)
+		}
+		if err := checkAlive(ctx, eng, d); err != nil {
+			return err
+		}
+		if d.Running && (d.Health == "" || d.Health == "healthy") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return clierr.WithHint(fmt.Errorf("container %s not healthy after %s (health: %s)", name, timeout, d.Health), troubleshoot(name))
+			}
+			return fmt.Errorf("wait for %s: %w", name, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+func waitExited0(ctx context.Context, eng docker.Engine, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		d, err := eng.ContainerInspect(ctx, name)
+		if err != nil {
+			return fmt.Errorf("wait for %s to complete: %w", name, err)
+		}
+		if !d.Running && d.State == "exited" {
+			if d.ExitCode == 0 {
+				return nil
+			}
+			return failure(ctx, eng, name, fmt.Sprintf("exited with code %d", d.ExitCode))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to complete: %w", name, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// Watch checks the project's containers once: the first one that exited or
+// is unhealthy is returned as a failure. Readiness loops call it between
+// probes so a crashed service fails `up` at once instead of at the timeout.
+func Watch(ctx context.Context, eng docker.Engine, project string) error {
+	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: project})
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		if c.State == "running" && !strings.Contains(c.Status, "unhealthy") {
+			continue
+		}
+		d, err := eng.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		if err := checkAlive(ctx, eng, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
