@@ -36,6 +36,9 @@ type Problem struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Fix     string `json:"fix"`
+	// Vendor the problem concerns ("" when none, e.g. no-gpu). Not part of
+	// the stable JSON; doctor uses it to decide which plumbing to check.
+	Vendor Vendor `json:"-"`
 }
 
 // Report is the result of detection.
@@ -56,7 +59,8 @@ func (r Report) Vendor() Vendor {
 // present but unusable: such a host must not silently become a CPU lab.
 func (r Report) HardwareWithoutDriver() bool {
 	for _, p := range r.Problems {
-		if p.Code == CodeDriverMissing || p.Code == CodeLibraryMissing || p.Code == CodeNVMLError {
+		switch p.Code {
+		case CodeDriverMissing, CodeLibraryMissing, CodeNVMLError, CodeKFDMissing, CodeKFDTopology:
 			return true
 		}
 	}
@@ -69,4 +73,7 @@ const (
 	CodeLibraryMissing = "library-missing" // driver bound, user-space library (NVML) absent
 	CodeNVMLError      = "nvml-error"      // NVML present but failing
 	CodeNoGPU          = "no-gpu"          // no GPU hardware at all
+	CodeKFDMissing     = "kfd-missing"     // amdgpu bound but no KFD (compute) interface
+	CodeKFDTopology    = "kfd-topology"    // a KFD topology file is unreadable or garbage
+	CodeMIGEnabled     = "mig-enabled"     // an NVIDIA GPU has MIG on; workers need whole GPUs
 )
