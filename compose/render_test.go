@@ -1,0 +1,368 @@
+package compose
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/lab"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// fixedCreds keeps goldens stable; real labs get random ones.
+var fixedCreds = lab.Credentials{
+	MinIOAccessKey:       "TESTACCESSKEY0000000",
+	MinIOSecretKey:       "TESTSECRETKEY000000000000000000000000000",
+	GrafanaAdminPassword: "TESTGRAFANAPASSWORD0000000",
+	JupyterToken:         "0123456789abcdef0123456789abcdef0123456789abcdef",
+	RayAuthToken:         "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+}
+
+func nvidiaGPUs(n int) []gpu.GPU {
+	var out []gpu.GPU
+	for i := 0; i < n; i++ {
+		out = append(out, gpu.GPU{Vendor: gpu.NVIDIA, Index: i, UUID: fmt.Sprintf("GPU-%08x-aaaa-bbbb-cccc-%012d", i+1, i),
+			Name: "NVIDIA A100-PCIE-40GB", MemoryMiB: 40960, PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x17+i*0x48), Source: "nvml"})
+	}
+	return out
+}
+
+func amdGPUs(n int) []gpu.GPU {
+	var out []gpu.GPU
+	for i := 0; i < n; i++ {
+		out = append(out, gpu.GPU{Vendor: gpu.AMD, Index: i, UUID: fmt.Sprintf("%016x", 0x5a1b2c3d0000+i), Name: "AMD Instinct MI100",
+			MemoryMiB: 32768, PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x23+i*0x20), RenderNode: fmt.Sprintf("/dev/dri/renderD%d", 128+i),
+			KFDGPUID: uint64(1000 + i), Source: "kfd"})
+	}
+	return out
+}
+
+type goldenCase struct {
+	name  string
+	facts host.Facts
+	opts  lab.Options
+}
+
+func goldenCases() []goldenCase {
+	big := func(gpus []gpu.GPU) host.Facts {
+		return host.Facts{GPUs: gpu.Report{GPUs: gpus}, CPUs: 128, MemoryBytes: 512 << 30, HostIP: "129.114.27.10"}
+	}
+	amd := big(amdGPUs(2))
+	amd.RenderGID, amd.VideoGID = 110, 44
+	return []goldenCase{
+		{"nvidia-2gpu", big(nvidiaGPUs(2)), lab.Options{}},
+		{"amd-2gpu", amd, lab.Options{}},
+		{"nvidia-1gpu-shared", host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "10.0.0.5"}, lab.Options{ShareGPU: true}},
+		{"cpu-rehearsal", host.Facts{GPUs: gpu.Report{Problems: []gpu.Problem{{Code: gpu.CodeNoGPU, Message: "no GPU"}}}, CPUs: 2, MemoryBytes: 8 << 30},
+			lab.Options{Project: "rehearsal", Bind: "127.0.0.1"}},
+		{"nvidia-4gpu-workers-2", big(nvidiaGPUs(4)), lab.Options{Workers: 2}},
+	}
+}
+
+func TestGoldens(t *testing.T) {
+	for _, c := range goldenCases() {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+			require.NoError(t, err)
+			out := t.TempDir()
+			written, err := Write(out, plan)
+			require.NoError(t, err)
+			assert.Contains(t, written, ComposeFile)
+
+			golden := filepath.Join("testdata", "golden", c.name)
+			got := readTree(t, out)
+			if *update {
+				require.NoError(t, os.RemoveAll(golden))
+				for rel, b := range got {
+					require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(golden, rel)), 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(golden, rel), b, 0o644))
+				}
+			}
+			want := readTree(t, golden)
+			assert.Equal(t, keys(want), keys(got), "files written (run go test ./compose -update to accept)")
+			for rel, b := range want {
+				assert.Equal(t, string(b), string(got[rel]), "%s differs from the golden (run go test ./compose -update to accept)", rel)
+			}
+
+			// Every golden loads back through compose-go with validation on.
+			proj, err := Load(context.Background(), golden)
+			require.NoError(t, err)
+			assert.Equal(t, plan.Project, proj.Name)
+			assert.Len(t, proj.Services, 5+len(plan.Workers))
+		})
+	}
+}
+
+// readTree maps every regular file under dir to its content; directories
+// (the empty workspace) are checked separately.
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = b
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func render(t *testing.T, c goldenCase) *types.Project {
+	t.Helper()
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	proj, err := Load(context.Background(), dir)
+	require.NoError(t, err)
+	return proj
+}
+
+func caseNamed(name string) goldenCase {
+	for _, c := range goldenCases() {
+		if c.name == name {
+			return c
+		}
+	}
+	panic(name)
+}
+
+func TestNvidiaWorkersGetTheirOwnGPUByUUID(t *testing.T) {
+	proj := render(t, caseNamed("nvidia-4gpu-workers-2"))
+	gpus := nvidiaGPUs(4)
+	for i := 0; i < 2; i++ {
+		s, err := proj.GetService(lab.WorkerService(i))
+		require.NoError(t, err)
+		require.NotNil(t, s.Deploy)
+		devs := s.Deploy.Resources.Reservations.Devices
+		require.Len(t, devs, 1)
+		assert.Equal(t, "nvidia", devs[0].Driver)
+		assert.Equal(t, []string{gpus[i].UUID}, devs[0].IDs)
+		assert.Equal(t, []string{"gpu"}, devs[0].Capabilities)
+		assert.Zero(t, devs[0].Count, "count and device_ids together are refused by the engine")
+		assert.Equal(t, gpus[i].UUID, s.Labels[LabelGPUUUID])
+		assert.Equal(t, "cuda", *s.Environment["MLTRAIN_ACCELERATOR"])
+	}
+	_, err := proj.GetService(lab.WorkerService(2))
+	assert.Error(t, err, "--workers 2 on 4 GPUs makes exactly two workers")
+}
+
+func TestAMDWorkersGetKFDAndOnlyTheirRenderNode(t *testing.T) {
+	proj := render(t, caseNamed("amd-2gpu"))
+	for i := 0; i < 2; i++ {
+		s, err := proj.GetService(lab.WorkerService(i))
+		require.NoError(t, err)
+		var srcs []string
+		for _, d := range s.Devices {
+			srcs = append(srcs, d.Source)
+		}
+		assert.Equal(t, []string{"/dev/kfd", fmt.Sprintf("/dev/dri/renderD%d", 128+i)}, srcs)
+		assert.Equal(t, []string{"44", "110"}, s.GroupAdd)
+		assert.Nil(t, s.Deploy, "no NVIDIA device request on AMD")
+		assert.Equal(t, "rocm", *s.Environment["MLTRAIN_ACCELERATOR"])
+	}
+}
+
+func TestCPURehearsalHasNoDevicesAndLogicalGPUs(t *testing.T) {
+	proj := render(t, caseNamed("cpu-rehearsal"))
+	for i := 0; i < 2; i++ {
+		s, err := proj.GetService(lab.WorkerService(i))
+		require.NoError(t, err)
+		assert.Empty(t, s.Devices)
+		assert.Nil(t, s.Deploy)
+		assert.Contains(t, []string(s.Command), "--num-gpus=1")
+		assert.Equal(t, "cpu", *s.Environment["MLTRAIN_ACCELERATOR"])
+		assert.Equal(t, "rehearsal-"+lab.WorkerService(i), s.ContainerName, "a non-default project prefixes container names")
+	}
+}
+
+func TestPublishedPortsAndSecurityDefaults(t *testing.T) {
+	proj := render(t, caseNamed("nvidia-2gpu"))
+	published := map[uint32]string{}
+	for _, s := range proj.Services {
+		for _, p := range s.Ports {
+			published[p.Target] = p.HostIP
+		}
+	}
+	for _, port := range []uint32{8265, 3000, 8888, 9001} {
+		assert.Equal(t, "0.0.0.0", published[port], "browser port %d on --bind", port)
+	}
+	for _, port := range []uint32{9000, 9090} {
+		assert.Equal(t, "127.0.0.1", published[port], "port %d only on loopback", port)
+	}
+	for _, port := range []uint32{6379, 8080} {
+		_, ok := published[port]
+		assert.False(t, ok, "port %d is never published", port)
+	}
+	head, _ := proj.GetService(lab.HeadService)
+	assert.Equal(t, "token", *head.Environment["RAY_AUTH_MODE"])
+	assert.Equal(t, fixedCreds.RayAuthToken, *head.Environment["RAY_AUTH_TOKEN"])
+	assert.Equal(t, "http://129.114.27.10:3000", *head.Environment["RAY_GRAFANA_IFRAME_HOST"])
+	graf, _ := proj.GetService(lab.GrafanaService)
+	assert.Equal(t, "Viewer", *graf.Environment["GF_AUTH_ANONYMOUS_ORG_ROLE"])
+	for name, s := range proj.Services {
+		assert.NotContains(t, s.Image, ":latest", name)
+		require.NotNil(t, s.HealthCheck, name)
+		assert.Equal(t, "CMD", s.HealthCheck.Test[0], "%s: exec-form healthcheck", name)
+		assert.Equal(t, lab.ContainerName(lab.DefaultProject, name), s.ContainerName)
+	}
+	w, _ := proj.GetService(lab.WorkerService(0))
+	assert.Equal(t, types.ServiceConditionHealthy, w.DependsOn[lab.HeadService].Condition)
+	require.Len(t, w.Volumes, 1)
+	assert.True(t, w.Volumes[0].ReadOnly)
+	assert.Equal(t, "food11", proj.Volumes[VolumeData].Name)
+	assert.True(t, bool(proj.Volumes[VolumeData].External))
+}
+
+func TestOverrideIsMerged(t *testing.T) {
+	c := caseNamed("nvidia-2gpu")
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	override := "services:\n  jupyter:\n    environment:\n      EXTRA: \"yes\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
+	proj, err := Load(context.Background(), dir)
+	require.NoError(t, err)
+	j, _ := proj.GetService(lab.JupyterService)
+	assert.Equal(t, "yes", *j.Environment["EXTRA"])
+	assert.Equal(t, fixedCreds.JupyterToken, *j.Environment["JUPYTER_TOKEN"], "the rest of the service is kept")
+
+	// A second render keeps the user's override.
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, OverrideFile))
+	require.NoError(t, err)
+	assert.Equal(t, override, string(b))
+}
+
+func TestOverrideWithPortClashIsRefused(t *testing.T) {
+	c := caseNamed("nvidia-2gpu")
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	override := "services:\n  jupyter:\n    ports:\n      - \"3000:9999\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
+	_, err = Load(context.Background(), dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "services grafana and jupyter both publish host port 3000/tcp")
+	assert.Contains(t, clierr.Hint(err), "--port")
+}
+
+func TestInvalidOverrideNamesTheFile(t *testing.T) {
+	c := caseNamed("nvidia-2gpu")
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte("services:\n  jupyter:\n    shm_size: [oops]\n"), 0o644))
+	_, err = Load(context.Background(), dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), OverrideFile)
+	assert.Contains(t, clierr.Hint(err), OverrideFile)
+}
+
+func TestLoadWithoutComposeFile(t *testing.T) {
+	_, err := Load(context.Background(), t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, clierr.Hint(err), "mltrain render")
+}
+
+func TestCheckPorts(t *testing.T) {
+	mk := func(ip, pub string) types.ServiceConfig {
+		s := types.ServiceConfig{}
+		s.Ports = []types.ServicePortConfig{{HostIP: ip, Target: 80, Published: pub, Protocol: "tcp"}}
+		return s
+	}
+	for _, tc := range []struct {
+		a, b    types.ServiceConfig
+		clashes bool
+	}{
+		{mk("0.0.0.0", "80"), mk("127.0.0.1", "80"), true},
+		{mk("", "80"), mk("10.0.0.1", "80"), true},
+		{mk("127.0.0.1", "80"), mk("10.0.0.1", "80"), false},
+		{mk("127.0.0.1", "80"), mk("127.0.0.1", "81"), false},
+		{mk("0.0.0.0", "8000-8010"), mk("0.0.0.0", "8005"), true},
+		{mk("0.0.0.0", ""), mk("0.0.0.0", ""), false},
+	} {
+		err := CheckPorts(&types.Project{Services: types.Services{"a": tc.a, "b": tc.b}})
+		assert.Equal(t, tc.clashes, err != nil, "%+v / %+v: %v", tc.a.Ports, tc.b.Ports, err)
+	}
+}
+
+func TestGeneratedFilesAreReadableAndComposeIsPrivate(t *testing.T) {
+	c := caseNamed("nvidia-2gpu")
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	st, err := os.Stat(filepath.Join(dir, ComposeFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "compose.yaml holds the credentials")
+	for _, f := range []string{PrometheusConfig, GrafanaDatasource, GrafanaDashboards} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), f)
+	}
+	st, err = os.Stat(filepath.Join(dir, "workspace"))
+	require.NoError(t, err)
+	assert.True(t, st.IsDir())
+}
+
+// promtool is the Prometheus project's own checker of the config format.
+func TestPrometheusConfigPassesPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("promtool is missing under CI (.ci/run installs the Debian package prometheus): %v", err)
+		}
+		t.Skip("promtool not installed (apt-get install prometheus); CI runs this check")
+	}
+	files, err := GeneratedFiles(lab.Plan{Project: "mltrain"})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "prometheus.yml")
+	require.NoError(t, os.WriteFile(path, files[PrometheusConfig], 0o644))
+	out, err := exec.Command(promtool, "check", "config", path).CombinedOutput()
+	require.NoError(t, err, "promtool check config:\n%s", out)
+	assert.Contains(t, string(out), "SUCCESS")
+
+	// And it can fail: a broken config is refused.
+	bad := strings.Replace(string(files[PrometheusConfig]), "scrape_interval: 10s", "scrape_interval: ten", 1)
+	require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
+	_, err = exec.Command(promtool, "check", "config", path).CombinedOutput()
+	assert.Error(t, err)
+}

@@ -1,0 +1,423 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/internal/host"
+)
+
+// Mode is how the lab uses the host's GPUs.
+type Mode string
+
+const (
+	// ModeStandard gives each worker its own GPU (one worker per GPU by default).
+	ModeStandard Mode = "standard"
+	// ModeShared runs two workers on a host's single GPU (--share-gpu).
+	ModeShared Mode = "shared"
+	// ModeCPU is the rehearsal lab on a host without GPU hardware: each
+	// worker advertises one logical GPU so every exercise still schedules.
+	ModeCPU Mode = "cpu"
+)
+
+// Accelerator values, as workers see them in MLTRAIN_ACCELERATOR.
+const (
+	AccelCUDA = "cuda"
+	AccelROCm = "rocm"
+	AccelCPU  = "cpu"
+)
+
+// Service names. They are the course's container names, so its text
+// ("docker exec -it ray-worker-0 nvidia-smi") still applies; workers are
+// numbered from 0 like the course's ray-worker-0 / ray-worker-1.
+const (
+	HeadService       = "ray-head"
+	MinIOService      = "minio"
+	PrometheusService = "prometheus"
+	GrafanaService    = "grafana"
+	JupyterService    = "jupyter"
+	workerPrefix      = "ray-worker-"
+)
+
+// WorkerService is the service (and, in the default project, container)
+// name of worker i (0-based).
+func WorkerService(i int) string { return fmt.Sprintf("%s%d", workerPrefix, i) }
+
+// ContainerName is a service's container name: the plain service name in
+// the default project (the course's names), "<project>-<service>" in any
+// other, so two labs on one engine never collide.
+func ContainerName(project, service string) string {
+	if project == "" || project == DefaultProject {
+		return service
+	}
+	return project + "-" + service
+}
+
+// Plan is the lab computed from the host's facts and the options: every
+// decision the Compose rendering needs, and nothing it must look up.
+type Plan struct {
+	Project     string     `json:"project"`
+	Mode        Mode       `json:"mode"`
+	Vendor      gpu.Vendor `json:"vendor,omitempty"` // "" in CPU rehearsal
+	Accelerator string     `json:"accelerator"`      // cuda | rocm | cpu
+	RayVersion  string     `json:"ray_version"`
+	// HostIP is the address students' browsers use (Grafana iframes, URLs).
+	HostIP string `json:"host_ip"`
+	// Bind is the address browser-facing ports are published on.
+	Bind string `json:"bind"`
+	// Ports are host ports by name (DefaultPorts plus overrides).
+	Ports        map[string]int    `json:"ports"`
+	Images       map[Role]string   `json:"images"`
+	Healthchecks map[Role][]string `json:"healthchecks"`
+	Head         Head              `json:"head"`
+	Workers      []Worker          `json:"workers"`
+	DataVolume   string            `json:"data_volume"`
+	Workspace    string            `json:"workspace"`
+	// Host groups for AMD device access (0: unknown).
+	RenderGID int `json:"render_gid,omitempty"`
+	VideoGID  int `json:"video_gid,omitempty"`
+	// Credentials are rendered into service environments; never printed.
+	Credentials Credentials `json:"-"`
+	// Warnings must be shown to the user (CPU rehearsal, unknown groups...).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Head is the Ray head's sizing.
+type Head struct {
+	Container string `json:"container"`
+	CPUs      int    `json:"cpus"`
+	ShmBytes  int64  `json:"shm_bytes"`
+}
+
+// Worker is one Ray worker and the GPU it has.
+type Worker struct {
+	Index     int    `json:"index"` // 0-based
+	Service   string `json:"service"`
+	Container string `json:"container"`
+	// GPU is the device this worker gets; nil in CPU rehearsal.
+	GPU *gpu.GPU `json:"gpu,omitempty"`
+	// SharedGPU: another worker has the same GPU (share mode).
+	SharedGPU bool  `json:"shared_gpu,omitempty"`
+	CPUs      int   `json:"cpus"`
+	ShmBytes  int64 `json:"shm_bytes"`
+}
+
+// LoopbackOnly reports whether the named port is published on 127.0.0.1
+// rather than on Bind.
+func LoopbackOnly(portName string) bool { return loopbackPorts[portName] }
+
+const (
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+
+	// Share of host memory given to the workers' /dev/shm together (Ray's
+	// object store lives there), and the bounds per worker.
+	shmPercent  = 30
+	shmMin      = 256 * mib
+	shmMaxPer   = 16 * gib
+	cpuWorkers  = 2 // CPU rehearsal: enough for the multi-worker exercises
+	maxWorkers  = 64
+	headShmPct  = 5
+	headShmMax  = 2 * gib
+	cpuReserved = 4 // kept for head, MinIO, Jupyter, Prometheus, Grafana on big hosts
+)
+
+var renderNodeRE = regexp.MustCompile(`^/dev/dri/renderD[0-9]+$`)
+var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+
+// CPUWarning is the loud warning of a CPU rehearsal lab.
+const CPUWarning = "NO GPU on this host: this is a CPU REHEARSAL lab. Each worker advertises 1 logical GPU " +
+	"so every exercise schedules, but training runs on the CPU (MLTRAIN_ACCELERATOR=cpu) and is far slower; " +
+	"do not use its timings as GPU results."
+
+// NewPlan computes the lab. It is pure: everything comes from facts, opts
+// and creds, so `mltrain render` can plan for a host you are not on.
+func NewPlan(facts host.Facts, opts Options, creds Credentials) (Plan, error) {
+	if err := opts.Validate(); err != nil {
+		return Plan{}, err
+	}
+	opts = opts.WithDefaults()
+	if err := creds.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if facts.CPUs < 1 {
+		return Plan{}, clierr.Hintf("pass the host's CPU count, e.g. --cpus 64", "the host's CPU count is unknown (%d)", facts.CPUs)
+	}
+	if facts.MemoryBytes < 1 {
+		return Plan{}, clierr.Hintf("pass the host's memory, e.g. --memory 256g", "the host's memory size is unknown (%d bytes)", facts.MemoryBytes)
+	}
+	p := Plan{
+		Project:     opts.Project,
+		RayVersion:  opts.RayVersion,
+		Bind:        opts.Bind,
+		DataVolume:  opts.DataVolume,
+		Workspace:   opts.Workspace,
+		RenderGID:   facts.RenderGID,
+		VideoGID:    facts.VideoGID,
+		Credentials: creds,
+	}
+	hostIP, warn, err := browserAddress(facts.HostIP, opts.Bind)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.HostIP = hostIP
+	if warn != "" {
+		p.Warnings = append(p.Warnings, warn)
+	}
+
+	gpus, warns, err := usableGPUs(facts.GPUs)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Warnings = append(p.Warnings, warns...)
+	assigned, err := assign(&p, gpus, opts)
+	if err != nil {
+		return Plan{}, err
+	}
+
+	if err := size(&p, facts, opts, assigned); err != nil {
+		return Plan{}, err
+	}
+
+	p.Ports = map[string]int{}
+	for n, v := range DefaultPorts {
+		p.Ports[n] = v
+	}
+	for n, v := range opts.Ports {
+		p.Ports[n] = v
+	}
+	p.Images = map[Role]string{}
+	p.Healthchecks = map[Role][]string{}
+	for _, r := range Roles {
+		img, ok := opts.Images[r]
+		if !ok {
+			if img, err = DefaultImage(r, opts.RayVersion, p.Vendor); err != nil {
+				return Plan{}, err
+			}
+		}
+		p.Images[r] = img
+		hc, ok := opts.Healthchecks[r]
+		if !ok {
+			hc = DefaultHealthcheck(r)
+		}
+		p.Healthchecks[r] = append([]string(nil), hc...)
+	}
+	if p.Vendor == gpu.AMD && p.RenderGID == 0 {
+		p.Warnings = append(p.Warnings, "the host's render group id is unknown: workers get /dev/dri/renderD* without "+
+			"group_add render, which only works because the ROCm image runs as root")
+	}
+	return p, nil
+}
+
+// browserAddress picks the address students' browsers use.
+func browserAddress(hostIP, bind string) (string, string, error) {
+	if hostIP != "" {
+		if _, err := netip.ParseAddr(hostIP); err != nil && !hostNameRE.MatchString(hostIP) {
+			return "", "", clierr.Hintf("give the address browsers use, e.g. --host-ip 129.114.27.10",
+				"--host-ip %q is neither an IP address nor a host name", hostIP)
+		}
+		return hostIP, "", nil
+	}
+	if a, err := netip.ParseAddr(bind); err == nil && !a.IsUnspecified() {
+		return bind, "", nil
+	}
+	return "localhost", "the address browsers use to reach this host is unknown; URLs and Grafana panels in the Ray " +
+		"dashboard use localhost (pass --host-ip to fix)", nil
+}
+
+// usableGPUs validates the report and drops GPUs the lab cannot use.
+func usableGPUs(r gpu.Report) ([]gpu.GPU, []string, error) {
+	if r.HardwareWithoutDriver() {
+		var msgs []string
+		fix := doctorHint
+		for _, pr := range r.Problems {
+			if pr.Code == gpu.CodeNoGPU {
+				continue
+			}
+			msgs = append(msgs, pr.Message)
+			if pr.Fix != "" && fix == doctorHint {
+				fix = pr.Fix + "; then run 'mltrain doctor'"
+			}
+		}
+		return nil, nil, clierr.WithHint(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
+			strings.Join(msgs, "; ")), fix)
+	}
+	gpus := append([]gpu.GPU(nil), r.GPUs...)
+	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
+	var warns []string
+	var out []gpu.GPU
+	seen := map[string]int{}
+	for _, g := range gpus {
+		id := fmt.Sprintf("GPU %d (%s)", g.Index, g.Name)
+		switch g.Vendor {
+		case gpu.NVIDIA:
+			if g.UUID == "" {
+				return nil, nil, clierr.Hintf("regenerate the list with 'mltrain gpus --json' on the lab host", "%s: an NVIDIA GPU without a UUID cannot be given to one worker", id)
+			}
+		case gpu.AMD:
+			if !renderNodeRE.MatchString(g.RenderNode) {
+				return nil, nil, clierr.Hintf("regenerate the list with 'mltrain gpus --json' on the lab host", "%s: AMD GPU render node %q is not /dev/dri/renderD<N>", id, g.RenderNode)
+			}
+		default:
+			return nil, nil, clierr.Hintf("mltrain supports vendors \"nvidia\" and \"amd\"; regenerate the list with 'mltrain gpus --json'", "%s: unknown GPU vendor %q", id, g.Vendor)
+		}
+		if g.Vendor != gpus[0].Vendor {
+			return nil, nil, clierr.Hintf("a lab uses one vendor's GPUs; remove the others from the list", "mixed GPU vendors (%s and %s): one worker image cannot serve both", gpus[0].Vendor, g.Vendor)
+		}
+		for _, key := range []string{"uuid:" + g.UUID, "pci:" + g.PCIBusID, "render:" + g.RenderNode} {
+			if strings.HasSuffix(key, ":") {
+				continue
+			}
+			if prev, dup := seen[key]; dup {
+				return nil, nil, clierr.Hintf("regenerate the list with 'mltrain gpus --json' on the lab host",
+					"GPU %d and GPU %d are the same device (%s): it would be given to two workers", prev, g.Index, key)
+			}
+			seen[key] = g.Index
+		}
+		if g.MIG {
+			warns = append(warns, fmt.Sprintf("%s has MIG mode on and is not used (disable it with 'sudo nvidia-smi -i %d -mig 0')", id, g.Index))
+			continue
+		}
+		out = append(out, g)
+	}
+	if len(gpus) > 0 && len(out) == 0 {
+		return nil, nil, clierr.Hintf(fmt.Sprintf("disable MIG with 'sudo nvidia-smi -i %d -mig 0' and reboot or reset the GPU", gpus[0].Index),
+			"every GPU has MIG mode on; mltrain gives whole GPUs to workers")
+	}
+	return out, warns, nil
+}
+
+// assign picks the mode and gives each worker its GPU; it returns how many
+// workers there are.
+func assign(p *Plan, gpus []gpu.GPU, opts Options) (int, error) {
+	n := len(gpus)
+	want := opts.Workers
+	switch {
+	case n == 0:
+		if opts.ShareGPU {
+			return 0, clierr.Hintf("drop --share-gpu: a host without GPUs gets a CPU rehearsal lab", "--share-gpu: this host has no GPU to share")
+		}
+		if want == 0 {
+			want = cpuWorkers
+		}
+		if want > maxWorkers {
+			return 0, clierr.Hintf(fmt.Sprintf("use --workers %d or fewer", cpuWorkers), "--workers %d: too many workers for a CPU rehearsal lab (at most %d)", want, maxWorkers)
+		}
+		p.Mode, p.Accelerator = ModeCPU, AccelCPU
+		p.Warnings = append([]string{CPUWarning}, p.Warnings...)
+		for i := 0; i < want; i++ {
+			p.Workers = append(p.Workers, Worker{Index: i})
+		}
+	case opts.ShareGPU && n > 1:
+		return 0, clierr.Hintf(fmt.Sprintf("drop --share-gpu: this host has %d GPUs and gets one worker per GPU", n),
+			"--share-gpu is for a host with one GPU; this host has %d", n)
+	case opts.ShareGPU:
+		if want != 0 && want != 2 {
+			return 0, clierr.Hintf("drop --workers: --share-gpu runs exactly two workers on the GPU", "--workers %d with --share-gpu: sharing runs two workers on the one GPU", want)
+		}
+		p.Mode = ModeShared
+		for i := 0; i < 2; i++ {
+			g := gpus[0]
+			p.Workers = append(p.Workers, Worker{Index: i, GPU: &g, SharedGPU: true})
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("two workers share GPU %d (%s): its memory and compute are split between them", gpus[0].Index, gpus[0].Name))
+	default:
+		if want == 0 {
+			want = n
+		}
+		if want > n {
+			hint := fmt.Sprintf("use --workers %d or fewer", n)
+			if n == 1 {
+				hint = "add --share-gpu to run two workers on the one GPU"
+			}
+			return 0, clierr.Hintf(hint, "--workers %d: this host has %d usable GPU(s), and each worker needs its own", want, n)
+		}
+		p.Mode = ModeStandard
+		for i := 0; i < want; i++ {
+			g := gpus[i]
+			p.Workers = append(p.Workers, Worker{Index: i, GPU: &g})
+		}
+		if n == 1 {
+			p.Warnings = append(p.Warnings, "one GPU, one worker: the multi-worker exercises need two workers; add --share-gpu to run two workers on it")
+		}
+	}
+	if p.Mode != ModeCPU {
+		p.Vendor = gpus[0].Vendor
+		p.Accelerator = AccelCUDA
+		if p.Vendor == gpu.AMD {
+			p.Accelerator = AccelROCm
+		}
+	}
+	for i := range p.Workers {
+		p.Workers[i].Service = WorkerService(i)
+		p.Workers[i].Container = ContainerName(p.Project, p.Workers[i].Service)
+	}
+	p.Head.Container = ContainerName(p.Project, HeadService)
+	return len(p.Workers), nil
+}
+
+// size splits the host's CPUs and memory between the head and the workers.
+func size(p *Plan, facts host.Facts, opts Options, workers int) error {
+	reserve := 1
+	switch {
+	case facts.CPUs >= 16:
+		reserve = cpuReserved
+	case facts.CPUs >= 4:
+		reserve = 2
+	}
+	p.Head.CPUs = reserve
+	if opts.HeadCPUs > 0 {
+		p.Head.CPUs = opts.HeadCPUs
+	}
+	perWorker := max(1, (facts.CPUs-reserve)/workers)
+	if opts.WorkerCPUs > 0 {
+		perWorker = opts.WorkerCPUs
+	}
+
+	mem := facts.MemoryBytes
+	shm := clamp(mem*shmPercent/100/int64(workers), shmMin, shmMaxPer)
+	if opts.WorkerShm > 0 {
+		shm = opts.WorkerShm
+		if total := shm * int64(workers); total > mem {
+			return clierr.Hintf("give a smaller --shm-size, or leave it out to use about 30% of memory",
+				"--shm-size %s x %d workers = %s exceeds the host's memory (%s)", HumanBytes(shm), workers, HumanBytes(total), HumanBytes(mem))
+		}
+	}
+	shm = shm / mib * mib
+	p.Head.ShmBytes = clamp(mem*headShmPct/100, shmMin, headShmMax) / mib * mib
+	if total := shm*int64(workers) + p.Head.ShmBytes; total > mem*3/4 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("shared memory (%s) is more than 3/4 of the host's memory (%s): large jobs may be killed",
+			HumanBytes(total), HumanBytes(mem)))
+	}
+	for i := range p.Workers {
+		p.Workers[i].CPUs = perWorker
+		p.Workers[i].ShmBytes = shm
+	}
+	return nil
+}
+
+func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
+
+// HumanBytes prints a size the way --memory and --shm-size accept it.
+func HumanBytes(b int64) string {
+	switch {
+	case b >= gib && b%gib == 0:
+		return fmt.Sprintf("%dg", b/gib)
+	case b >= gib:
+		return fmt.Sprintf("%.1fg", float64(b)/float64(gib))
+	case b%mib == 0:
+		return fmt.Sprintf("%dm", b/mib)
+	}
+	return fmt.Sprintf("%d", b)
+}
+
+const doctorHint = "run 'mltrain doctor' for the full diagnosis"
+
+// errNoCreds is returned for zero credentials (a caller forgot to load them).
+var errNoCreds = errors.New("lab credentials are missing")
