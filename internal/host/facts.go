@@ -13,6 +13,9 @@ type Facts struct {
 	MemoryBytes int64      `json:"memory_bytes"`
 	// HostIP is the address students' browsers use to reach the lab.
 	HostIP string `json:"host_ip"`
+	// HostIPSource says where HostIP came from: flag, metadata, default-route,
+	// or loopback (nothing better was found; browsers elsewhere cannot use it).
+	HostIPSource string `json:"host_ip_source,omitempty"`
 	// RenderGID and VideoGID are the host's numeric groups owning
 	// /dev/dri/renderD* and /dev/kfd (AMD containers get them via group_add).
 	RenderGID int `json:"render_gid,omitempty"`
