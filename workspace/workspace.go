@@ -1,0 +1,64 @@
+// Package workspace is what students get in Jupyter and what `mltrain lab`
+// submits as the job's working_dir: train.py (one script whose flags replace
+// the course's git branches), runtime.json, requirements.txt and a README.
+package workspace
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+//go:embed train.py runtime.json requirements.txt README.md
+var files embed.FS
+
+// Names lists the workspace's files.
+func Names() []string {
+	entries, _ := fs.ReadDir(files, ".")
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// File returns one embedded file.
+func File(name string) ([]byte, error) { return files.ReadFile(name) }
+
+// Ensure writes the workspace into dir, creating dir if needed. Files that
+// exist already are left alone: they may hold a student's edits. It returns
+// the files it wrote.
+func Ensure(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create workspace %s: %w", dir, err)
+	}
+	var written []string
+	for _, name := range Names() {
+		dst := filepath.Join(dir, name)
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return written, fmt.Errorf("workspace file %s: %w", dst, err)
+		}
+		b, err := files.ReadFile(name)
+		if err != nil {
+			return written, err
+		}
+		// Write then rename, so an interrupted run never leaves half a file
+		// that the next run would keep.
+		tmp := dst + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return written, fmt.Errorf("write workspace file %s: %w", dst, err)
+		}
+		if err := os.Rename(tmp, dst); err != nil {
+			return written, fmt.Errorf("write workspace file %s: %w", dst, err)
+		}
+		written = append(written, name)
+	}
+	return written, nil
+}
