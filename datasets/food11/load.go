@@ -1,0 +1,347 @@
+package food11
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/progress"
+)
+
+// LoadOptions says which zip goes into which volume.
+type LoadOptions struct {
+	Zip    string // path of the Food-11 zip
+	Source Source // URL (if downloaded) and SHA256 (computed when empty)
+	Volume string // DefaultVolume when empty
+	Force  bool   // rebuild even when the volume already holds this zip
+	Strict bool   // counts that differ from the published Food-11 are an error
+
+	HelperImage string            // DefaultHelperImage when empty
+	Labels      map[string]string // extra labels on the volume, helper image and container
+	Reporter    progress.Reporter
+}
+
+// LoadResult says what a load did.
+type LoadResult struct {
+	Volume   string
+	Manifest Manifest
+	NoOp     bool     // the volume already held this zip; nothing was written
+	Rebuilt  bool     // the volume was emptied first (stale, other source, --force)
+	Warnings []string // counts that differ from the published Food-11
+}
+
+// Load puts the zip's images into the volume in the course's layout. It is
+// idempotent: a volume whose manifest names the same zip digest is left alone
+// (unless Force); a volume with a partial load (no manifest) is emptied and
+// loaded again.
+func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, error) {
+	if o.Volume == "" {
+		o.Volume = DefaultVolume
+	}
+	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
+	if err != nil {
+		return LoadResult{Volume: o.Volume}, err
+	}
+	defer h.close()
+	m, err := h.readManifest(ctx)
+	if err != nil {
+		return LoadResult{Volume: o.Volume}, err
+	}
+	return load(ctx, h, m, o)
+}
+
+// load is Load with the helper open and the current manifest (nil if none) read.
+func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
+	res := LoadResult{Volume: o.Volume}
+	rep := o.Reporter
+	zr, err := openZip(o.Zip)
+	if err != nil {
+		return res, err
+	}
+	defer zr.Close()
+	src := o.Source
+	if src.File == "" {
+		src.File = filepath.Base(o.Zip)
+	}
+	if src.Size == 0 {
+		if fi, err := os.Stat(o.Zip); err == nil {
+			src.Size = fi.Size()
+		}
+	}
+	if src.SHA256 == "" {
+		if src.SHA256, err = HashFile(ctx, o.Zip, rep); err != nil {
+			return res, err
+		}
+	}
+	if cur != nil && !o.Force && strings.EqualFold(cur.Source.SHA256, src.SHA256) {
+		res.NoOp, res.Manifest = true, *cur
+		res.Warnings = CheckCanonical(cur.Counts)
+		return res, strictErr(o.Strict, o.Volume, res.Warnings)
+	}
+
+	// Check the whole zip from its central directory before touching the volume.
+	p, err := makePlan(&zr.Reader, o.Zip)
+	if err != nil {
+		return res, clierr.WithHint(err, "use the course's Food-11 zip (the default URL) or pass a zip in its layout: training|validation|evaluation/<class>_<n>.jpg")
+	}
+	res.Warnings = CheckCanonical(p.counts)
+	if o.Strict && len(res.Warnings) > 0 {
+		return res, clierr.WithHint(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
+			"drop --strict to load it anyway, or use the course's zip")
+	}
+	if p.skipped > 0 {
+		progress.Note(rep, fmt.Sprintf("ignored %d macOS metadata entries in %s", p.skipped, filepath.Base(o.Zip)))
+	}
+
+	// A Food-11 folder without the manifest of this zip is a partial load, an
+	// older source, or the course's own loader: start from an empty volume.
+	stale := cur != nil
+	if !stale {
+		if stale, err = h.exists(ctx, Root); err != nil {
+			return res, err
+		}
+	}
+	if stale {
+		if !h.labelled && !o.Force {
+			return res, clierr.WithHint(fmt.Errorf("volume %s already holds a %s folder that mltrain did not load (no mltrain label or manifest)", o.Volume, Root),
+				"replace the volume's content with 'mltrain data food11 --force', or load into another volume with '--volume NAME'")
+		}
+		progress.Note(rep, fmt.Sprintf("emptying volume %s before loading (%s)", o.Volume, staleReason(cur, o.Force)))
+		if err := h.recreate(ctx); err != nil {
+			return res, err
+		}
+		res.Rebuilt = true
+	}
+
+	step := fmt.Sprintf("load %s into volume %s", filepath.Base(o.Zip), o.Volume)
+	progress.Begin(rep, step, fmt.Sprintf("%d images, %s", len(p.entries), humanBytes(p.bytes)))
+	if err := h.stream(ctx, p, o.Zip, rep, step); err != nil {
+		progress.Failed(rep, step, err)
+		return res, err
+	}
+	m := Manifest{
+		Format: ManifestFormat, Dataset: "food11", Layout: Layout, Source: src,
+		Counts: p.counts, Files: len(p.entries), Bytes: p.bytes, LoadedAt: time.Now().UTC(),
+	}
+	// Last: only a completed load has a manifest.
+	if err := h.writeManifest(ctx, m); err != nil {
+		progress.Failed(rep, step, err)
+		return res, err
+	}
+	progress.End(rep, step, fmt.Sprintf("%d images", m.Files))
+	res.Manifest = m
+	return res, nil
+}
+
+// strictErr is the --strict verdict on a volume left as it was.
+func strictErr(strict bool, volume string, warnings []string) error {
+	if !strict || len(warnings) == 0 {
+		return nil
+	}
+	return clierr.WithHint(fmt.Errorf("volume %s does not match the published Food-11 (--strict): %s", volume, strings.Join(warnings, "; ")),
+		"load the course's zip with 'mltrain data food11 --force', or drop --strict")
+}
+
+func staleReason(cur *Manifest, force bool) string {
+	switch {
+	case force:
+		return "--force"
+	case cur != nil:
+		return "it holds another zip, sha256 " + short(cur.Source.SHA256)
+	default:
+		return "an earlier load did not complete"
+	}
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// openZip opens a zip with errors that say what is wrong with the file.
+func openZip(p string) (*zip.ReadCloser, error) {
+	zr, err := zip.OpenReader(p)
+	if err == nil {
+		return zr, nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, clierr.WithHint(fmt.Errorf("zip %s: %w", p, err), "check the path given to --zip")
+	}
+	if errors.Is(err, zip.ErrFormat) {
+		return nil, clierr.WithHint(fmt.Errorf("%s is not a zip file, or is truncated (no zip central directory found): %w", p, err),
+			"download it again (delete the cached copy), or check the file given to --zip")
+	}
+	return nil, fmt.Errorf("open zip %s: %w", p, err)
+}
+
+// stream sends the plan to the volume as one tar, read from the zip entry by
+// entry: memory stays bounded whatever the zip's size. The daemon extracts
+// as it reads.
+func (h *helper) stream(ctx context.Context, p *plan, zipName string, rep progress.Reporter, step string) error {
+	pr, pw := io.Pipe()
+	type result struct {
+		err  error
+		done bool // every entry was written; only the tar trailer may be missing
+	}
+	resc := make(chan result, 1)
+	go func() {
+		done, err := writeTar(ctx, pw, p, zipName, rep, step)
+		pw.CloseWithError(err) // nil: the reader sees EOF
+		resc <- result{err, done}
+	}()
+	cerr := h.eng.CopyToContainer(ctx, h.id, mountPoint, pr)
+	pr.CloseWithError(errCopyEnded) // unblock the writer if the engine stopped reading
+	w := <-resc
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("load into volume %s interrupted: %w", h.volume, ctx.Err())
+	case w.err != nil && !errors.Is(w.err, errCopyEnded):
+		return w.err // the zip's fault (CRC, truncation): the real cause
+	case cerr != nil:
+		return clierr.WithHint(fmt.Errorf("load into volume %s: %w", h.volume, cerr),
+			"check free space where Docker keeps volumes ('mltrain doctor'), then run 'mltrain data food11' again")
+	case w.err != nil && !w.done:
+		return fmt.Errorf("load into volume %s: %w", h.volume, w.err)
+	}
+	return nil
+}
+
+// writeTar writes the plan's directories and images as a tar to w. done is
+// true once every image was written (the trailer may still have failed).
+func writeTar(ctx context.Context, w io.Writer, p *plan, zipName string, rep progress.Reporter, step string) (done bool, err error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tw := tar.NewWriter(bw)
+	now := time.Now()
+	dir := func(name string) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: now})
+	}
+	// Every class folder, even an empty one, as the course's loader makes them.
+	if err := dir(Root); err != nil {
+		return false, err
+	}
+	for _, s := range Splits {
+		if err := dir(Root + "/" + s); err != nil {
+			return false, err
+		}
+		for i := 0; i < NumClasses; i++ {
+			if err := dir(fmt.Sprintf("%s/%s/class_%02d", Root, s, i)); err != nil {
+				return false, err
+			}
+		}
+	}
+	buf := make([]byte, 256<<10)
+	var written int64
+	last := time.Now()
+	for _, e := range p.entries {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := copyEntry(tw, e, buf); err != nil {
+			return false, fmt.Errorf("%s: entry %s: %w", zipName, e.f.Name, err)
+		}
+		written += int64(e.f.UncompressedSize64)
+		if time.Since(last) > 100*time.Millisecond {
+			progress.Advance(rep, step, written, p.bytes, "bytes")
+			last = time.Now()
+		}
+	}
+	progress.Advance(rep, step, written, p.bytes, "bytes")
+	if err := tw.Close(); err != nil {
+		return true, err
+	}
+	return true, bw.Flush()
+}
+
+// copyEntry copies one zip entry into the tar. It reads the entry to its end,
+// because archive/zip checks the CRC-32 only there: a corrupt entry fails
+// here and the whole load aborts before any manifest is written.
+func copyEntry(tw *tar.Writer, e entry, buf []byte) error {
+	rc, err := e.f.Open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	mod := e.f.Modified
+	if mod.IsZero() {
+		mod = time.Unix(0, 0)
+	}
+	size := int64(e.f.UncompressedSize64)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.target(), Size: size, Mode: 0o644, ModTime: mod}); err != nil {
+		return err
+	}
+	n, err := io.CopyBuffer(tw, rc, buf)
+	if err != nil {
+		if errors.Is(err, zip.ErrChecksum) {
+			return fmt.Errorf("CRC-32 mismatch, the zip is corrupt: %w", err)
+		}
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("%d bytes read, the zip says %d: %w", n, size, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// HashFile returns the hex SHA-256 of a file.
+func HashFile(ctx context.Context, p string, rep progress.Reporter) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", clierr.WithHint(fmt.Errorf("zip %s: %w", p, err), "check the path given to --zip")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	step := "checksum " + filepath.Base(p)
+	progress.Begin(rep, step, humanBytes(fi.Size()))
+	hsh := sha256.New()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		k, err := f.Read(buf)
+		hsh.Write(buf[:k])
+		n += int64(k)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		if n%(64<<20) < int64(len(buf)) {
+			progress.Advance(rep, step, n, fi.Size(), "bytes")
+		}
+	}
+	sum := hex.EncodeToString(hsh.Sum(nil))
+	progress.End(rep, step, "sha256 "+sum)
+	return sum, nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,363 @@
+package food11
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/progress"
+)
+
+// counting wraps the real engine and counts copies into containers, so a
+// test can prove a run wrote nothing. onCopy, when set, wraps the stream.
+type counting struct {
+	docker.Engine
+	copies atomic.Int32
+	onCopy func(io.Reader) io.Reader
+}
+
+func (c *counting) CopyToContainer(ctx context.Context, id, dst string, r io.Reader) error {
+	c.copies.Add(1)
+	if c.onCopy != nil {
+		r = c.onCopy(r)
+	}
+	return c.Engine.CopyToContainer(ctx, id, dst, r)
+}
+
+// testEnv is a real engine with a unique volume and helper image, removed
+// when the test ends.
+type testEnv struct {
+	eng    *counting
+	volume string
+	image  string
+	labels map[string]string
+	dir    string
+}
+
+var envSeq atomic.Int32
+
+func newEnv(t *testing.T) *testEnv {
+	t.Helper()
+	eng := dockertest.Engine(t)
+	e := &testEnv{
+		eng:    &counting{Engine: eng},
+		volume: dockertest.UniqueName(t, fmt.Sprintf("food11-%d", envSeq.Add(1))),
+		image:  "mltrain-test/empty:" + dockertest.UniqueName(t, "t"),
+		labels: map[string]string{dockertest.TestLabel: "1"},
+		dir:    t.TempDir(),
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		cs, _ := eng.ContainerList(ctx, map[string]string{LabelHelperVolume: e.volume})
+		for _, c := range cs {
+			_ = eng.ContainerRemove(ctx, c.ID, true)
+		}
+		if err := eng.VolumeRemove(ctx, e.volume); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		_ = eng.ImageRemove(ctx, e.image)
+	})
+	return e
+}
+
+func (e *testEnv) opts(zipPath string) Options {
+	return Options{Zip: zipPath, Volume: e.volume, HelperImage: e.image, Labels: e.labels, CacheDir: e.dir}
+}
+
+// listBack reads every file of the volume back through the engine.
+func (e *testEnv) listBack(t *testing.T) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := Walk(context.Background(), e.eng, e.volume, e.image, e.labels, func(f File) error {
+		b, err := io.ReadAll(f.Body)
+		if err != nil {
+			return err
+		}
+		got[f.Path] = string(b)
+		return nil
+	})
+	require.NoError(t, err)
+	return got
+}
+
+// manifest reads the volume's manifest (nil when absent).
+func (e *testEnv) manifest(t *testing.T) *Manifest {
+	t.Helper()
+	h, err := openHelper(context.Background(), e.eng, e.volume, e.image, e.labels, false)
+	require.NoError(t, err)
+	defer h.close()
+	m, err := h.readManifest(context.Background())
+	require.NoError(t, err)
+	return m
+}
+
+func TestLoadCanonicalCountsListBackAndNoOp(t *testing.T) {
+	e := newEnv(t)
+	files, want := dataset("", CanonicalTotals, zip.Store)
+	require.Len(t, want, CanonicalTotal)
+	zp := writeZip(t, e.dir, "food11.zip", files)
+	ctx := context.Background()
+
+	var rec progress.Recorder
+	o := e.opts(zp)
+	o.Reporter = &rec
+	res, err := Run(ctx, e.eng, o)
+	require.NoError(t, err)
+	assert.False(t, res.NoOp)
+	assert.Empty(t, res.Warnings, "canonical counts give no warning")
+	assert.Equal(t, CanonicalTotal, res.Manifest.Files)
+	assert.Equal(t, 9866, res.Manifest.Counts.Split("training"))
+	assert.Len(t, res.Digest, 64)
+
+	got := e.listBack(t)
+	assert.Equal(t, want, got, "every file is in its class folder with its content")
+
+	vol, err := e.eng.VolumeInspect(ctx, e.volume)
+	require.NoError(t, err)
+	assert.Equal(t, "food11", vol.Labels[LabelDataset])
+
+	rep, err := Verify(ctx, e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels, Strict: true})
+	require.NoError(t, err)
+	assert.True(t, rep.OK)
+	assert.Equal(t, CanonicalTotal, rep.Files)
+	assert.True(t, rep.Found.Equal(res.Manifest.Counts))
+	assert.Equal(t, res.Digest, rep.Manifest.Source.SHA256)
+
+	// Same source again: the manifest says so, nothing is copied.
+	before := e.eng.copies.Load()
+	t0 := time.Now()
+	res2, err := Run(ctx, e.eng, e.opts(zp))
+	require.NoError(t, err)
+	assert.True(t, res2.NoOp)
+	assert.Equal(t, before, e.eng.copies.Load(), "a no-op run copies nothing into the volume")
+	t.Logf("no-op run took %s", time.Since(t0))
+
+	// --force rebuilds.
+	o = e.opts(zp)
+	o.Force = true
+	res3, err := Run(ctx, e.eng, o)
+	require.NoError(t, err)
+	assert.False(t, res3.NoOp)
+	assert.True(t, res3.Rebuilt)
+	assert.Greater(t, e.eng.copies.Load(), before)
+	assert.Equal(t, want, e.listBack(t))
+}
+
+func TestLoadWrapperFolderDeflateAndWarnings(t *testing.T) {
+	e := newEnv(t)
+	files, want := dataset("Food-11/", small(), zip.Deflate)
+	zp := writeZip(t, e.dir, "wrapped.zip", files)
+	ctx := context.Background()
+	res, err := Run(ctx, e.eng, e.opts(zp))
+	require.NoError(t, err)
+	assert.Contains(t, res.Warnings, "training has 23 images; canonical Food-11 has 9,866")
+	assert.Equal(t, want, e.listBack(t))
+
+	rep, err := Verify(ctx, e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels})
+	require.NoError(t, err, "non-canonical counts are warnings")
+	assert.NotEmpty(t, rep.Warnings)
+	_, err = Verify(ctx, e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels, Strict: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--strict")
+
+	// --strict on load refuses before writing anything into a fresh volume.
+	e2 := newEnv(t)
+	o := e2.opts(zp)
+	o.Strict = true
+	_, err = Run(ctx, e2.eng, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "validation has 12 images")
+	assert.Nil(t, e2.manifest(t))
+	assert.Equal(t, int32(0), e2.eng.copies.Load())
+}
+
+func TestLoadRejectsBadZipsWithoutManifest(t *testing.T) {
+	e := newEnv(t)
+	good, _ := dataset("", small(), zip.Store)
+	goodZip := writeZip(t, e.dir, "good.zip", good)
+	ctx := context.Background()
+
+	notZip := e.dir + "/not.zip"
+	require.NoError(t, os.WriteFile(notZip, []byte("<html>not a zip</html>"), 0o644))
+	b, err := os.ReadFile(goodZip)
+	require.NoError(t, err)
+	truncated := e.dir + "/truncated.zip"
+	require.NoError(t, os.WriteFile(truncated, b[:len(b)/2], 0o644))
+
+	cases := []struct {
+		name, zip, want string
+		traversal       bool
+	}{
+		{"not a zip", notZip, "is not a zip file", false},
+		{"truncated", truncated, "is not a zip file, or is truncated", false},
+		{"traversal", writeZip(t, e.dir, "trav.zip", append(good[:len(good):len(good)], zfile{name: "../../escape.jpg", data: []byte("x")})), "path traversal", true},
+		{"bad name", writeZip(t, e.dir, "name.zip", append(good[:len(good):len(good)], zfile{name: "training/cake.png", data: []byte("x")})), "not <class>_<n>.jpg", false},
+		{"class 12", writeZip(t, e.dir, "class.zip", append(good[:len(good):len(good)], zfile{name: "validation/12_1.jpg", data: []byte("x")})), "class 12 is outside 0-10", false},
+		{"missing split", writeZip(t, e.dir, "split.zip", good[:23]), "split validation is missing", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(ctx, e.eng, e.opts(c.zip))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Equal(t, c.traversal, errors.Is(err, ErrTraversal))
+			assert.Nil(t, e.manifest(t))
+			assert.Equal(t, int32(0), e.eng.copies.Load(), "a bad zip is refused before anything is written")
+		})
+	}
+	_, err = Run(ctx, e.eng, e.opts(e.dir+"/absent.zip"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "absent.zip")
+}
+
+func TestCorruptEntryAbortsAndRerunConverges(t *testing.T) {
+	e := newEnv(t)
+	files, want := dataset("", small(), zip.Store)
+	// Large stored entries first, so the engine has extracted some files
+	// (past the stream's buffers) when the corrupt entry is read.
+	var head []zfile
+	for k := 0; k < 6; k++ {
+		d := make([]byte, 1<<20)
+		for i := range d {
+			d[i] = byte(i*7 + k)
+		}
+		name := fmt.Sprintf("training/5_%d.jpg", 900+k)
+		head = append(head, zfile{name: name, data: d, method: zip.Store})
+		want[fmt.Sprintf("Food-11/training/class_05/5_%d.jpg", 900+k)] = string(d)
+	}
+	big := make([]byte, 200<<10)
+	for i := range big {
+		big[i] = byte(i * 13)
+	}
+	head = append(head, zfile{name: "training/5_999.jpg", data: big, method: zip.Store})
+	want["Food-11/training/class_05/5_999.jpg"] = string(big)
+	files = append(head, files...)
+	good := writeZip(t, e.dir, "good.zip", files)
+	b, err := os.ReadFile(good)
+	require.NoError(t, err)
+	// Flip one byte inside the big entry's data: sizes stay, CRC-32 breaks.
+	i := indexOf(b, big[1000:1064])
+	require.Greater(t, i, 0)
+	b[i+10] ^= 0xff
+	corrupt := e.dir + "/corrupt.zip"
+	require.NoError(t, os.WriteFile(corrupt, b, 0o644))
+
+	ctx := context.Background()
+	_, err = Run(ctx, e.eng, e.opts(corrupt))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CRC-32 mismatch")
+	assert.Contains(t, err.Error(), "training/5_999.jpg")
+	assert.True(t, errors.Is(err, zip.ErrChecksum))
+	assert.Nil(t, e.manifest(t), "an aborted load leaves no manifest")
+	_, err = Verify(ctx, e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no manifest")
+
+	res, err := Run(ctx, e.eng, e.opts(good))
+	require.NoError(t, err)
+	assert.True(t, res.Rebuilt, "the partial load is cleared first")
+	assert.Equal(t, want, e.listBack(t))
+}
+
+func indexOf(b, sub []byte) int {
+	for i := 0; i+len(sub) <= len(b); i++ {
+		if string(b[i:i+len(sub)]) == string(sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestCancelledLoadThenRerunConverges(t *testing.T) {
+	e := newEnv(t)
+	files, want := dataset("", CanonicalTotals, zip.Store)
+	zp := writeZip(t, e.dir, "food11.zip", files)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancel once about a third of the stream has gone through.
+	e.eng.onCopy = func(r io.Reader) io.Reader { return &cancelAfter{r: r, n: 2 << 20, cancel: cancel} }
+	_, err := Run(ctx, e.eng, e.opts(zp))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	e.eng.onCopy = nil
+	assert.Nil(t, e.manifest(t), "an interrupted load leaves no manifest")
+	partial := e.listBack(t)
+	assert.NotEmpty(t, partial, "the interrupted load had written some files")
+	assert.Less(t, len(partial), len(want))
+
+	res, err := Run(context.Background(), e.eng, e.opts(zp))
+	require.NoError(t, err)
+	assert.True(t, res.Rebuilt)
+	assert.Equal(t, want, e.listBack(t))
+	_, err = Verify(context.Background(), e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels, Strict: true})
+	require.NoError(t, err)
+}
+
+// cancelAfter cancels the run after n bytes went through.
+type cancelAfter struct {
+	r      io.Reader
+	n      int64
+	cancel func()
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n -= int64(k)
+	if c.n <= 0 && c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+		time.Sleep(200 * time.Millisecond) // let the engine see part of the stream
+	}
+	return k, err
+}
+
+func TestForeignFolderNeedsForce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// A volume the course's loader filled: no mltrain label, no manifest.
+	_, err := e.eng.VolumeEnsure(ctx, e.volume, e.labels)
+	require.NoError(t, err)
+	h, err := openHelper(ctx, e.eng, e.volume, e.image, e.labels, false)
+	require.NoError(t, err)
+	require.NoError(t, e.eng.CopyToContainer(ctx, h.id, "/data", dockertest.TarOf(map[string][]byte{"Food-11/training/class_00/0_0.jpg": []byte("course")})))
+	h.close()
+
+	files, want := dataset("", small(), zip.Store)
+	zp := writeZip(t, e.dir, "food11.zip", files)
+	_, err = Run(ctx, e.eng, e.opts(zp))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mltrain did not load")
+	got := e.listBack(t)
+	assert.Equal(t, "course", got["Food-11/training/class_00/0_0.jpg"], "nothing was touched")
+
+	o := e.opts(zp)
+	o.Force = true
+	res, err := Run(ctx, e.eng, o)
+	require.NoError(t, err)
+	assert.True(t, res.Rebuilt)
+	assert.Equal(t, want, e.listBack(t))
+	vol, err := e.eng.VolumeInspect(ctx, e.volume)
+	require.NoError(t, err)
+	assert.Equal(t, "food11", vol.Labels[LabelDataset], "the rebuilt volume carries mltrain's labels")
+}
+
+func TestVerifyMissingVolume(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.eng.VolumeEnsure(context.Background(), e.volume, e.labels) // so cleanup finds it
+	require.NoError(t, err)
+	_, err = Verify(context.Background(), e.eng, VerifyOptions{Volume: e.volume + "-absent", HelperImage: e.image, Labels: e.labels})
+	require.Error(t, err)
+	assert.True(t, docker.IsNotFound(err))
+	assert.Contains(t, err.Error(), "does not exist")
+}
