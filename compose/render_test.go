@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,4 +366,54 @@ func TestPrometheusConfigPassesPromtool(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
 	_, err = exec.Command(promtool, "check", "config", path).CombinedOutput()
 	assert.Error(t, err)
+}
+
+// Property, at the Compose level: across random GPU lists, no device (NVIDIA
+// UUID, AMD render node) appears in two workers' services except in share
+// mode, and every worker outside CPU rehearsal has exactly one.
+func TestPropertyRenderedDevicesAreDisjoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	rendered := 0
+	for iter := 0; iter < 400; iter++ {
+		n := 1 + rng.IntN(8)
+		gpus := nvidiaGPUs(n)
+		if rng.IntN(2) == 0 {
+			gpus = amdGPUs(n)
+		}
+		rng.Shuffle(len(gpus), func(i, j int) { gpus[i], gpus[j] = gpus[j], gpus[i] })
+		opts := lab.Options{Workers: rng.IntN(n + 1), ShareGPU: n == 1 && rng.IntN(2) == 0}
+		if opts.ShareGPU {
+			opts.Workers = 0
+		}
+		plan, err := lab.NewPlan(host.Facts{GPUs: gpu.Report{GPUs: gpus}, CPUs: 64, MemoryBytes: 64 << 30, RenderGID: 1, VideoGID: 2}, opts, fixedCreds)
+		require.NoError(t, err)
+		proj, err := Render(plan)
+		require.NoError(t, err)
+		rendered++
+		owner := map[string]string{}
+		for name, s := range proj.Services {
+			if s.Labels[LabelRole] != string(lab.RoleWorker) {
+				assert.Empty(t, s.Devices, name)
+				assert.Nil(t, s.Deploy, name)
+				continue
+			}
+			var devs []string
+			if s.Deploy != nil {
+				for _, d := range s.Deploy.Resources.Reservations.Devices {
+					devs = append(devs, d.IDs...)
+				}
+			}
+			for _, d := range s.Devices {
+				if d.Source != "/dev/kfd" { // KFD is the shared compute interface, not a GPU
+					devs = append(devs, d.Source)
+				}
+			}
+			require.Len(t, devs, 1, "%s has exactly one GPU", name)
+			if prev, taken := owner[devs[0]]; taken && plan.Mode != lab.ModeShared {
+				t.Fatalf("%s given to %s and %s", devs[0], prev, name)
+			}
+			owner[devs[0]] = name
+		}
+	}
+	assert.Equal(t, 400, rendered)
 }

@@ -1,0 +1,143 @@
+package lab
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+)
+
+func TestCredentialsCreatedOnceAndStable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	a, err := LoadOrCreateCredentials(dir)
+	require.NoError(t, err)
+	require.NoError(t, a.Validate())
+
+	st, err := os.Stat(filepath.Join(dir, CredentialsFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	dst, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), dst.Mode().Perm(), "the state dir is private")
+
+	b, err := LoadOrCreateCredentials(dir)
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "a second run reuses the stored secrets")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temp files left behind")
+}
+
+func TestCredentialsAreRandom(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 50; i++ {
+		c := GenerateCredentials()
+		for _, v := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
+			assert.False(t, seen[v], "secret repeated: %s", v)
+			seen[v] = true
+			assert.NotContains(t, v, "$", "Compose would interpolate it")
+		}
+		assert.Len(t, c.MinIOAccessKey, 20)
+		assert.GreaterOrEqual(t, len(c.MinIOSecretKey), 40)
+		assert.Len(t, c.RayAuthToken, 64)
+		assert.Len(t, c.JupyterToken, 48)
+	}
+	a, err := LoadOrCreateCredentials(t.TempDir())
+	require.NoError(t, err)
+	b, err := LoadOrCreateCredentials(t.TempDir())
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b, "two labs get different secrets")
+}
+
+func TestLooseCredentialsPermissionsRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, err := LoadOrCreateCredentials(dir)
+	require.NoError(t, err)
+	path := filepath.Join(dir, CredentialsFile)
+	require.NoError(t, os.Chmod(path, 0o644))
+	_, err = LoadOrCreateCredentials(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path)
+	assert.Contains(t, err.Error(), "0644")
+	assert.Equal(t, "chmod 600 "+path, clierr.Hint(err))
+}
+
+func TestUnwritableStateDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root writes anywhere; a file in the way still fails for root.
+		parent := t.TempDir()
+		blocker := filepath.Join(parent, "file")
+		require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+		_, err := LoadOrCreateCredentials(filepath.Join(blocker, "state"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), filepath.Join(blocker, "state"))
+		assert.Contains(t, clierr.Hint(err), "--state-dir")
+		return
+	}
+	parent := t.TempDir()
+	require.NoError(t, os.Chmod(parent, 0o500))
+	t.Cleanup(func() { os.Chmod(parent, 0o700) })
+	dir := filepath.Join(parent, "state")
+	_, err := LoadOrCreateCredentials(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), dir)
+	assert.Contains(t, clierr.Hint(err), "--state-dir")
+}
+
+func TestOlderCredentialsFileIsCompletedNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, CredentialsFile)
+	old := `{"minio_access_key":"OLDKEY","minio_secret_key":"OLDSECRET","grafana_admin_password":"OLDPW","jupyter_token":"OLDTOKEN"}`
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o600))
+	c, err := LoadOrCreateCredentials(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "OLDKEY", c.MinIOAccessKey)
+	assert.Equal(t, "OLDPW", c.GrafanaAdminPassword)
+	assert.Len(t, c.RayAuthToken, 64)
+	var stored Credentials
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &stored))
+	assert.Equal(t, c, stored)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+}
+
+func TestCorruptCredentialsNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, CredentialsFile)
+	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o600))
+	_, err := LoadOrCreateCredentials(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path)
+	assert.True(t, strings.Contains(clierr.Hint(err), "move it away"))
+}
+
+func TestConcurrentFirstRunsAgree(t *testing.T) {
+	dir := t.TempDir()
+	const n = 8
+	got := make([]Credentials, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			got[i], errs[i] = LoadOrCreateCredentials(dir)
+		}(i)
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		require.NoError(t, errs[i])
+		assert.Equal(t, got[0], got[i])
+	}
+}
