@@ -3,9 +3,12 @@ package food11
 import (
 	"archive/zip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -360,4 +363,36 @@ func TestVerifyMissingVolume(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, docker.IsNotFound(err))
 	assert.Contains(t, err.Error(), "does not exist")
+}
+
+func TestRunFromURLThenNoOpWithoutDownload(t *testing.T) {
+	e := newEnv(t)
+	files, want := dataset("", small(), zip.Deflate)
+	zp := writeZip(t, e.dir, "src.zip", files)
+	body, err := os.ReadFile(zp)
+	require.NoError(t, err)
+	fs := &fileServer{body: body}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	ctx := context.Background()
+	o := e.opts("")
+	o.URL = srv.URL + "/Food-11.zip"
+	o.CacheDir = t.TempDir()
+	res, err := Run(ctx, e.eng, o)
+	require.NoError(t, err)
+	require.NotNil(t, res.Download)
+	sum := sha256.Sum256(body)
+	assert.Equal(t, hex.EncodeToString(sum[:]), res.Digest)
+	assert.Equal(t, o.URL, res.Manifest.Source.URL)
+	assert.Equal(t, want, e.listBack(t))
+
+	// Same URL again, even with the cache gone: the manifest answers.
+	require.NoError(t, os.RemoveAll(o.CacheDir))
+	copies := e.eng.copies.Load()
+	res, err = Run(ctx, e.eng, o)
+	require.NoError(t, err)
+	assert.True(t, res.NoOp)
+	assert.Nil(t, res.Download)
+	assert.Len(t, fs.requests(), 1, "no second download")
+	assert.Equal(t, copies, e.eng.copies.Load())
 }

@@ -62,4 +62,6 @@ func dataset(prefix string, perSplit map[string]int, method uint16) ([]zfile, ma
 	return files, want
 }
 
-func small() map[string]int { return map[string]int{"training": 23, "validation": 12, "evaluation": 11} }
+func small() map[string]int {
+	return map[string]int{"training": 23, "validation": 12, "evaluation": 11}
+}
