@@ -35,11 +35,11 @@ type LoadOptions struct {
 
 // LoadResult says what a load did.
 type LoadResult struct {
-	Volume   string
-	Manifest Manifest
-	NoOp     bool     // the volume already held this zip; nothing was written
-	Rebuilt  bool     // the volume was emptied first (stale, other source, --force)
-	Warnings []string // counts that differ from the published Food-11
+	Volume   string   `json:"volume"`
+	Manifest Manifest `json:"manifest"`
+	NoOp     bool     `json:"noop"`               // the volume already held this zip; nothing was written
+	Rebuilt  bool     `json:"rebuilt"`            // the volume was emptied first (stale, other source, --force)
+	Warnings []string `json:"warnings,omitempty"` // counts that differ from the published Food-11
 }
 
 // Load puts the zip's images into the volume in the course's layout. It is

@@ -63,6 +63,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	if cur != nil && !o.Force && o.URL != "" && cur.Source.URL == o.URL && (pin == "" || pin == strings.ToLower(cur.Source.SHA256)) {
 		res.NoOp, res.Manifest, res.Digest = true, *cur, cur.Source.SHA256
 		res.Warnings = CheckCanonical(cur.Counts)
+		progress.Note(o.Reporter, fmt.Sprintf("volume %s already holds %s (sha256 %s)", o.Volume, o.URL, short(cur.Source.SHA256)))
 		return res, strictErr(o.Strict, o.Volume, res.Warnings)
 	}
 
@@ -89,5 +90,10 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	res.Digest = lo.Source.SHA256
 	lr, err := load(ctx, h, cur, lo)
 	res.LoadResult = lr
+	if err == nil {
+		for _, w := range res.Warnings {
+			progress.Warning(o.Reporter, w)
+		}
+	}
 	return res, err
 }
