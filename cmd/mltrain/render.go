@@ -1,17 +1,124 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
+	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func (a *app) renderCmd() *cobra.Command {
-	return &cobra.Command{
+	var gpusFrom, memory, out string
+	var cpus, renderGID, videoGID int
+	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Write the lab's compose.yaml and generated config without starting anything",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.NotBuilt(cmd.Name(), "issue #3")
-		},
+		Long: `render plans the lab and writes compose.yaml, prometheus/ and grafana/ into the
+state dir (or --out DIR), starting nothing. For a host you are not on, give its
+GPUs (the output of 'mltrain gpus --json' there), CPUs, memory and address:
+
+  mltrain render --gpus-from gpus.json --cpus 64 --memory 256g --host-ip 129.114.27.10 --out ./review
+
+Credentials are generated once and kept in the output directory (0600).`,
+		Args: cobra.NoArgs,
 	}
+	lf := addLabFlags(cmd.Flags())
+	fl := cmd.Flags()
+	fl.StringVar(&gpusFrom, "gpus-from", "", "plan for the GPUs in this 'mltrain gpus --json' file instead of this host's")
+	fl.IntVar(&cpus, "cpus", 0, "the host's CPU count (required with --gpus-from)")
+	fl.StringVar(&memory, "memory", "", "the host's memory, e.g. 256g (required with --gpus-from)")
+	fl.IntVar(&renderGID, "render-gid", 0, "with --gpus-from on AMD: the host's render group id")
+	fl.IntVar(&videoGID, "video-gid", 0, "with --gpus-from on AMD: the host's video group id")
+	fl.StringVar(&out, "out", "", "directory to write to (default: the state dir)")
+
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		opts, err := lf.options(a.project)
+		if err != nil {
+			return err
+		}
+		var facts host.Facts
+		if gpusFrom != "" {
+			if cpus <= 0 || memory == "" {
+				return clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
+					"--gpus-from plans for another host: --cpus and --memory are required")
+			}
+			if facts.GPUs, err = lab.ReadGPUReport(gpusFrom); err != nil {
+				return err
+			}
+			facts.HostIP, facts.RenderGID, facts.VideoGID = lf.hostIP, renderGID, videoGID
+		} else if facts, err = host.Detect(cmd.Context(), host.Options{HostIP: lf.hostIP}); err != nil {
+			return err
+		}
+		if cpus > 0 {
+			facts.CPUs = cpus
+		}
+		if memory != "" {
+			if facts.MemoryBytes, err = parseSize("--memory", memory); err != nil {
+				return err
+			}
+		}
+		dir := out
+		if dir == "" {
+			dir = a.StateDir()
+		}
+		creds, err := lab.LoadOrCreateCredentials(dir)
+		if err != nil {
+			return err
+		}
+		plan, err := lab.NewPlan(facts, opts, creds)
+		if err != nil {
+			return err
+		}
+		files, err := compose.Write(dir, plan)
+		if err != nil {
+			return err
+		}
+		// Load it back as `up` will: the user's override merged, validated.
+		if _, err := compose.Load(cmd.Context(), dir); err != nil {
+			return err
+		}
+		rep, done := a.reporter()
+		for _, w := range plan.Warnings {
+			progress.Warning(rep, w)
+		}
+		done()
+		if a.json {
+			return printJSON(a.out, map[string]any{"dir": dir, "files": files, "plan": plan})
+		}
+		return printRender(a, dir, files, plan)
+	}
+	return cmd
+}
+
+func printRender(a *app, dir string, files []string, p lab.Plan) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Lab %q: %s mode, %d worker(s)\n", p.Project, p.Mode, len(p.Workers))
+	fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s\n", p.Head.Container, p.Head.CPUs, lab.HumanBytes(p.Head.ShmBytes))
+	for _, w := range p.Workers {
+		dev := "no GPU (CPU rehearsal, 1 logical GPU)"
+		if g := w.GPU; g != nil {
+			dev = fmt.Sprintf("GPU %d %s %s", g.Index, g.Name, g.UUID)
+			if g.RenderNode != "" {
+				dev += " " + g.RenderNode
+			}
+			if w.SharedGPU {
+				dev += " (shared)"
+			}
+		}
+		fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s, %s\n", w.Container, w.CPUs, lab.HumanBytes(w.ShmBytes), dev)
+	}
+	fmt.Fprintf(&b, "Wrote to %s:\n", dir)
+	for _, f := range files {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	fmt.Fprintf(&b, "Review: docker compose -f %s config\n", filepath.Join(dir, compose.ComposeFile))
+	_, err := fmt.Fprint(a.out, b.String())
+	return err
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/docker/go-units"
+	"github.com/spf13/pflag"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// labFlags are the lab's options as flags, shared by render and up so both
+// plan the same lab from the same command line.
+type labFlags struct {
+	opts   lab.Options
+	shm    string
+	hostIP string
+	images map[lab.Role]*string
+	ports  map[string]int
+}
+
+var imageHelp = map[lab.Role]string{
+	lab.RoleHead:       "Ray head image (default rayproject/ray:<ray-version>)",
+	lab.RoleWorker:     "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
+	lab.RoleJupyter:    "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
+	lab.RoleMinIO:      "MinIO image (default " + lab.MinIOImage + ")",
+	lab.RolePrometheus: "Prometheus image (default " + lab.PrometheusImage + ")",
+	lab.RoleGrafana:    "Grafana image (default " + lab.GrafanaImage + ")",
+}
+
+// addLabFlags registers the lab's option flags on fs.
+func addLabFlags(fs *pflag.FlagSet) *labFlags {
+	f := &labFlags{images: map[lab.Role]*string{}}
+	fs.StringVar(&f.opts.RayVersion, "ray-version", lab.DefaultRayVersion, "Ray version of every node (>= 2.52: token authentication)")
+	fs.IntVar(&f.opts.Workers, "workers", 0, "number of Ray workers (default: one per GPU; 2 in CPU rehearsal)")
+	fs.BoolVar(&f.opts.ShareGPU, "share-gpu", false, "on a host with one GPU, run two workers on it")
+	fs.StringVar(&f.opts.Bind, "bind", lab.DefaultBind, "address the browser ports (8265, 3000, 8888, 9001) are published on")
+	fs.StringVar(&f.hostIP, "host-ip", "", "address students' browsers use to reach the host (default: detected)")
+	fs.IntVar(&f.opts.HeadCPUs, "head-cpus", 0, "CPUs the Ray head advertises (default: sized from the host)")
+	fs.IntVar(&f.opts.WorkerCPUs, "worker-cpus", 0, "CPUs each Ray worker advertises (default: the host's CPUs split across workers)")
+	fs.StringVar(&f.shm, "shm-size", "", "shared memory per worker, e.g. 12g (default: about 30% of memory split across workers)")
+	fs.StringVar(&f.opts.DataVolume, "data-volume", lab.DefaultDataVolume, "Docker volume holding the Food-11 dataset")
+	fs.StringVar(&f.opts.Workspace, "workspace", lab.DefaultWorkspace, "directory mounted in Jupyter (relative to the state dir)")
+	for _, r := range lab.Roles {
+		f.images[r] = fs.String("image-"+string(r), "", imageHelp[r])
+	}
+	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: dashboard, grafana, jupyter, minio-console, minio-api, prometheus)")
+	return f
+}
+
+// options turns the flags into lab.Options for project and validates them.
+func (f *labFlags) options(project string) (lab.Options, error) {
+	o := f.opts
+	o.Project = project
+	if f.shm != "" {
+		b, err := parseSize("--shm-size", f.shm)
+		if err != nil {
+			return lab.Options{}, err
+		}
+		o.WorkerShm = b
+	}
+	for r, v := range f.images {
+		if *v != "" {
+			if o.Images == nil {
+				o.Images = map[lab.Role]string{}
+			}
+			o.Images[r] = *v
+		}
+	}
+	if len(f.ports) > 0 {
+		o.Ports = f.ports
+	}
+	if err := o.Validate(); err != nil {
+		return lab.Options{}, err
+	}
+	return o, nil
+}
+
+// parseSize reads sizes such as 12g, 512m, 256GiB or a byte count.
+func parseSize(flag, s string) (int64, error) {
+	b, err := units.RAMInBytes(strings.TrimSpace(s))
+	if err != nil || b <= 0 {
+		return 0, clierr.Hintf(fmt.Sprintf("give a size such as %s 16g or %s 512m", flag, flag), "%s %q is not a size", flag, s)
+	}
+	return b, nil
+}
