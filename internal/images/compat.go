@@ -1,0 +1,137 @@
+package images
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/distribution/reference"
+
+	"github.com/mltrain/mltrain/dockerfiles"
+	"github.com/mltrain/mltrain/internal/docker"
+)
+
+// CompareVersions compares the Ray and Python versions an image's labels
+// declare (dockerfiles.LabelRayVersion, LabelPythonVersion) between a worker
+// image and the Jupyter image, and returns one warning per mismatch or
+// missing label. Ray rejects a driver whose Ray or Python version differs
+// from the cluster's, so a mismatch breaks jobs started from Jupyter.
+func CompareVersions(workerRef string, worker docker.Image, jupyterRef string, jupyter docker.Image) []string {
+	var out []string
+	for _, l := range []struct{ label, what string }{
+		{dockerfiles.LabelRayVersion, "Ray"},
+		{dockerfiles.LabelPythonVersion, "Python"},
+	} {
+		w, j := worker.Labels[l.label], jupyter.Labels[l.label]
+		switch {
+		case w == "" || j == "":
+			missing := workerRef
+			if w != "" {
+				missing = jupyterRef
+			}
+			out = append(out, fmt.Sprintf("cannot compare %s versions: image %s has no %s label (not built by mltrain?)", l.what, missing, l.label))
+		case w != j:
+			out = append(out, fmt.Sprintf("%s versions differ: worker image %s has %s %s, Jupyter image %s has %s %s; "+
+				"jobs and ray.init from Jupyter may fail: rebuild both with 'mltrain build --rebuild'", l.what, workerRef, l.what, w, jupyterRef, l.what, j))
+		}
+	}
+	return out
+}
+
+// CheckVersions inspects a worker and the Jupyter image and compares them
+// (CompareVersions). An image that cannot be inspected is an error.
+func CheckVersions(ctx context.Context, eng docker.Engine, workerRef, jupyterRef string) ([]string, error) {
+	w, err := eng.ImageInspect(ctx, workerRef)
+	if err != nil {
+		return nil, fmt.Errorf("inspect worker image %s: %w", workerRef, err)
+	}
+	j, err := eng.ImageInspect(ctx, jupyterRef)
+	if err != nil {
+		return nil, fmt.Errorf("inspect Jupyter image %s: %w", jupyterRef, err)
+	}
+	return CompareVersions(workerRef, w, jupyterRef, j), nil
+}
+
+// rayTag reads a rayproject/ray tag: 2.54.0, 2.54.0-py312, 2.54.0-py312-gpu.
+var rayTag = regexp.MustCompile(`^(\d+\.\d+\.\d+)(?:-py(\d)(\d+))?`)
+
+// RayImageVersions returns the Ray and Python versions a rayproject/ray
+// reference names; ok is false for other images. A tag without -pyXY is
+// Ray's default Python, 3.10 for the 2.5x releases mltrain targets.
+func RayImageVersions(ref string) (ray, python string, ok bool) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil || reference.FamiliarName(named) != "rayproject/ray" {
+		return "", "", false
+	}
+	t, isTagged := named.(reference.Tagged)
+	if !isTagged {
+		return "", "", false
+	}
+	m := rayTag.FindStringSubmatch(t.Tag())
+	if m == nil {
+		return "", "", false
+	}
+	python = "3.10"
+	if m[2] != "" {
+		python = m[2] + "." + m[3]
+	}
+	return m[1], python, true
+}
+
+// CompareHead warns when the Ray head image (a rayproject/ray tag) runs a
+// different Ray or Python than a worker image's labels: Ray refuses such
+// nodes.
+func CompareHead(headRef, workerRef string, worker docker.Image) []string {
+	ray, python, ok := RayImageVersions(headRef)
+	if !ok {
+		return nil
+	}
+	var out []string
+	if w := worker.Labels[dockerfiles.LabelRayVersion]; w != "" && w != ray {
+		out = append(out, fmt.Sprintf("the Ray head image %s runs Ray %s but worker image %s has Ray %s: the workers cannot join", headRef, ray, workerRef, w))
+	}
+	if w := worker.Labels[dockerfiles.LabelPythonVersion]; w != "" && w != python {
+		out = append(out, fmt.Sprintf("the Ray head image %s runs Python %s but worker image %s has Python %s: the workers cannot join; use %s for the head",
+			headRef, python, workerRef, w, dockerfiles.RayImage(ray)))
+	}
+	return out
+}
+
+// checkRequest runs the version checks over what Ensure just made present:
+// every worker against the Jupyter image, and against any rayproject/ray
+// image pulled for the head. Inspection problems become warnings too.
+func checkRequest(ctx context.Context, eng docker.Engine, req Request) []string {
+	var workers []Spec
+	var jupyter *Spec
+	for i, s := range req.Build {
+		switch s.Kind {
+		case dockerfiles.RayCUDA, dockerfiles.RayROCm:
+			workers = append(workers, s)
+		case dockerfiles.JupyterRay:
+			jupyter = &req.Build[i]
+		}
+	}
+	var out []string
+	for _, w := range workers {
+		img, err := eng.ImageInspect(ctx, w.Ref)
+		if err != nil {
+			out = append(out, fmt.Sprintf("cannot check versions of %s: %v", w.Ref, err))
+			continue
+		}
+		if jupyter != nil {
+			j, err := eng.ImageInspect(ctx, jupyter.Ref)
+			if err != nil {
+				out = append(out, fmt.Sprintf("cannot check versions of %s: %v", jupyter.Ref, err))
+			} else {
+				out = append(out, CompareVersions(w.Ref, img, jupyter.Ref, j)...)
+			}
+		}
+		for _, p := range req.Pull {
+			if strings.Contains(p, "rayproject/ray:") {
+				out = append(out, CompareHead(p, w.Ref, img)...)
+			}
+		}
+	}
+	return out
+}

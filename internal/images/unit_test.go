@@ -1,0 +1,291 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/dockerfiles"
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/progress"
+)
+
+// layered is a fake engine whose pulls report layer progress the way the
+// engine does (Downloading with sizes, then Pull complete).
+type layered struct {
+	*fake.Engine
+	layers map[string][]int64 // ref -> layer sizes
+}
+
+func (l *layered) ImagePull(ctx context.Context, ref string, fn func(docker.PullProgress)) error {
+	for i, size := range l.layers[ref] {
+		id := fmt.Sprintf("%s-l%d", ref, i)
+		fn(docker.PullProgress{Layer: id, Status: "Pulling fs layer"})
+		fn(docker.PullProgress{Layer: id, Status: "Downloading", Current: size / 2, Total: size})
+	}
+	for i := range l.layers[ref] {
+		fn(docker.PullProgress{Layer: fmt.Sprintf("%s-l%d", ref, i), Status: "Pull complete"})
+	}
+	return l.Engine.ImagePull(ctx, ref, fn)
+}
+
+func TestPullsRunInParallelWithBytesSummedPerImage(t *testing.T) {
+	f := fake.New()
+	mb := int64(1 << 20)
+	eng := &layered{Engine: f, layers: map[string][]int64{
+		"a/one:1":   {10 * mb, 4 * mb},
+		"a/two:2":   {3 * mb},
+		"a/three:3": {5 * mb, 5 * mb, 1 * mb},
+	}}
+	f.Images["a/here:1"] = docker.Image{ID: "sha256:here"}
+	var rec progress.Recorder
+	res, err := Pull(context.Background(), eng, []string{"a/one:1", "a/two:2", "a/three:3", "a/here:1"}, Options{}, &rec)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/one:1", "a/three:3", "a/two:2"}, res.Pulled)
+	assert.Equal(t, []string{"a/here:1"}, res.Present)
+	want := map[string]int64{"pull a/one:1": 14 * mb, "pull a/two:2": 3 * mb, "pull a/three:3": 11 * mb}
+	for step, total := range want {
+		var last progress.Event
+		for _, e := range rec.Events() {
+			if e.Step == step && e.Kind == progress.Update && e.Total > 0 {
+				last = e
+			}
+		}
+		assert.Equal(t, total, last.Total, "%s: total is the sum of its layers", step)
+		assert.Equal(t, total, last.Current, "%s: complete at the end", step)
+		assert.Equal(t, "bytes", last.Unit)
+		assert.True(t, rec.Has(step, progress.Done), step)
+	}
+	assert.False(t, rec.Has("pull a/here:1", progress.Start), "present images are not pulled")
+}
+
+// gate blocks pulls until n of them are in flight at once, proving they run
+// in parallel (a serial puller would time out).
+func TestPullsOverlap(t *testing.T) {
+	f := fake.New()
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	all := make(chan struct{})
+	f.PullFunc = func(ref string) error {
+		mu.Lock()
+		inFlight++
+		if inFlight > peak {
+			peak = inFlight
+		}
+		if inFlight == 3 {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Second):
+			return errors.New("pulls did not overlap")
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return nil
+	}
+	_, err := Pull(context.Background(), f, []string{"x/a:1", "x/b:1", "x/c:1"}, Options{Parallel: 3}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3, peak)
+}
+
+func TestPullRetriesTransientErrorsThenSucceeds(t *testing.T) {
+	f := fake.New()
+	calls := 0
+	f.PullFunc = func(ref string) error {
+		calls++
+		if calls < 3 {
+			return errors.New("pull x/a:1: read tcp 10.0.0.2:443: connection reset by peer")
+		}
+		return nil
+	}
+	var rec progress.Recorder
+	res, err := Pull(context.Background(), f, []string{"x/a:1"}, Options{Retry: Retry{Tries: 3, Initial: time.Millisecond, Max: time.Millisecond}}, &rec)
+	require.NoError(t, err)
+	assert.Equal(t, 3, calls)
+	assert.Equal(t, []string{"x/a:1"}, res.Pulled)
+	assert.True(t, saidPrefix(&rec, "pull x/a:1", "try 2 failed"), "retries are shown")
+}
+
+func TestPullGivesUpAfterTriesAndDoesNotRetryPermanentErrors(t *testing.T) {
+	f := fake.New()
+	calls := map[string]int{}
+	f.PullFunc = func(ref string) error {
+		calls[ref]++
+		if ref == "x/gone:1" {
+			return errors.New("pull x/gone:1: manifest unknown: manifest unknown")
+		}
+		return errors.New("pull x/flaky:1: net/http: TLS handshake timeout")
+	}
+	_, err := Pull(context.Background(), f, []string{"x/gone:1", "x/flaky:1"}, Options{Parallel: 1, Retry: Retry{Tries: 3, Initial: time.Millisecond, Max: time.Millisecond}}, nil)
+	require.Error(t, err)
+	assert.Equal(t, 1, calls["x/gone:1"], "a missing manifest is not retried")
+	assert.Equal(t, 3, calls["x/flaky:1"])
+	var ue *UnavailableError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, []string{"x/flaky:1", "x/gone:1"}, ue.Images)
+	assert.Contains(t, err.Error(), "x/flaky:1: net/http: TLS handshake timeout (after 3 tries)")
+	assert.Contains(t, err.Error(), "x/gone:1: manifest unknown")
+	assert.Equal(t, 1, strings.Count(err.Error(), "mltrain images load"), "the preload advice is given once")
+}
+
+func TestRateLimitWaitsLonger(t *testing.T) {
+	f := fake.New()
+	calls := 0
+	f.PullFunc = func(string) error {
+		calls++
+		if calls == 1 {
+			return errors.New("toomanyrequests: You have reached your pull rate limit")
+		}
+		return nil
+	}
+	var rec progress.Recorder
+	_, err := Pull(context.Background(), f, []string{"x/a:1"}, Options{Retry: Retry{Tries: 2, Initial: time.Millisecond, Max: time.Millisecond, RateLimitWait: 300 * time.Millisecond}}, &rec)
+	require.NoError(t, err)
+	assert.True(t, saidPrefix(&rec, "pull x/a:1", "try 1 failed (toomanyrequests"), "%v", rec.Events())
+	found := false
+	for _, e := range rec.Events() {
+		found = found || strings.HasSuffix(e.Message, "retrying in 300ms")
+	}
+	assert.True(t, found, "the rate-limit wait is used, not the short backoff")
+}
+
+func TestPullAlwaysPullsPresentImages(t *testing.T) {
+	f := fake.New()
+	f.Images["x/a:1"] = docker.Image{ID: "sha256:old"}
+	res, err := Pull(context.Background(), f, []string{"x/a:1"}, Options{Pull: PullAlways}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x/a:1"}, res.Pulled)
+	assert.Equal(t, []string{"x/a:1"}, f.CallsOf("pull"))
+}
+
+func TestEnsureRejectsUnpinnedImagesAndBadPolicy(t *testing.T) {
+	f := fake.New()
+	_, err := Ensure(context.Background(), f, Request{Pull: []string{"minio/minio:latest"}}, Options{}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "minio/minio:latest")
+	assert.NotEmpty(t, clierr.Hint(err))
+	_, err = Ensure(context.Background(), f, Request{Pull: []string{"grafana/grafana"}}, Options{}, nil)
+	assert.ErrorContains(t, err, "no tag")
+	assert.Empty(t, f.CallsOf("pull"))
+
+	_, err = ParsePullPolicy("sometimes")
+	assert.ErrorContains(t, err, `--pull "sometimes"`)
+	assert.Contains(t, clierr.Hint(err), "--pull missing")
+	p, err := ParsePullPolicy("")
+	require.NoError(t, err)
+	assert.Equal(t, PullMissing, p)
+}
+
+func TestEnsurePullsBasesOfNeededBuildsOnly(t *testing.T) {
+	f := fake.New()
+	needed := NewSpec("needed", "1.0.0", []byte("ARG RAY_VERSION=0\nFROM base/needed:${RAY_VERSION}\n"))
+	fresh := NewSpec("fresh", "1.0.0", []byte("FROM base/fresh:1\n"))
+	f.Images[fresh.Ref] = docker.Image{ID: "sha256:f", Labels: map[string]string{dockerfiles.LabelHash: fresh.Hash}}
+	res, err := Ensure(context.Background(), f, Request{Pull: []string{"ext/a:1"}, Build: []Spec{needed, fresh}}, Options{}, nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"ext/a:1", "base/needed:1.0.0"}, f.CallsOf("pull"), "the build arg picks the base; an up-to-date build needs no base")
+	assert.Equal(t, []string{needed.Ref}, res.Built)
+	assert.Equal(t, []string{fresh.Ref}, res.UpToDate)
+	assert.Equal(t, needed.Hash, f.Images[needed.Ref].Labels[dockerfiles.LabelHash])
+}
+
+func TestLabSpecsFollowTheVendor(t *testing.T) {
+	for vendor, worker := range map[string]dockerfiles.Kind{"nvidia": dockerfiles.RayCUDA, "amd": dockerfiles.RayROCm, "": dockerfiles.RayCUDA} {
+		specs, err := LabSpecs(vendor, "2.54.0")
+		require.NoError(t, err)
+		require.Len(t, specs, 2)
+		assert.Equal(t, worker, specs[0].Kind, vendor)
+		assert.Equal(t, dockerfiles.JupyterRay, specs[1].Kind)
+		ref, err := dockerfiles.Ref(worker, "2.54.0")
+		require.NoError(t, err)
+		assert.Equal(t, ref, specs[0].Ref, "the ref other packages compute is the one built")
+	}
+	s, err := LabSpec(dockerfiles.RayROCm, "2.54.0")
+	require.NoError(t, err)
+	bases, err := baseImages(s)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"rayproject/ray:2.54.0-py312"}, bases)
+
+	refs, err := LabRefs("2.54.0", []string{"minio/minio:RELEASE.2025-09-07T16-13-09Z"})
+	require.NoError(t, err)
+	assert.Contains(t, refs, "rayproject/ray:2.54.0-py312-gpu")
+	assert.Contains(t, refs, "quay.io/jupyter/pytorch-notebook:2025-03-14")
+	assert.Contains(t, refs, "minio/minio:RELEASE.2025-09-07T16-13-09Z")
+	assert.Contains(t, refs, specs0Ref(t, dockerfiles.JupyterRay))
+	assert.Len(t, refs, 7, "head (= rocm base), cuda base, jupyter base, 3 built, minio: %v", refs)
+}
+
+func specs0Ref(t *testing.T, k dockerfiles.Kind) string {
+	r, err := dockerfiles.Ref(k, "2.54.0")
+	require.NoError(t, err)
+	return r
+}
+
+func TestVersionChecks(t *testing.T) {
+	lab := func(ray, py string) docker.Image {
+		return docker.Image{Labels: map[string]string{dockerfiles.LabelRayVersion: ray, dockerfiles.LabelPythonVersion: py}}
+	}
+	assert.Empty(t, CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.54.0", "3.12")))
+	w := CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.53.0", "3.11"))
+	require.Len(t, w, 2)
+	assert.Contains(t, w[0], "Ray versions differ: worker image w has Ray 2.54.0, Jupyter image j has Ray 2.53.0")
+	assert.Contains(t, w[1], "Python 3.11")
+	w = CompareVersions("w", lab("2.54.0", "3.12"), "j", docker.Image{})
+	require.Len(t, w, 2)
+	assert.Contains(t, w[0], "image j has no mltrain.ray.version label")
+
+	for ref, want := range map[string][2]string{
+		"rayproject/ray:2.54.0":                     {"2.54.0", "3.10"},
+		"rayproject/ray:2.54.0-py312":               {"2.54.0", "3.12"},
+		"docker.io/rayproject/ray:2.54.0-py311-gpu": {"2.54.0", "3.11"},
+	} {
+		ray, py, ok := RayImageVersions(ref)
+		assert.True(t, ok, ref)
+		assert.Equal(t, want, [2]string{ray, py}, ref)
+	}
+	_, _, ok := RayImageVersions("minio/minio:RELEASE.2025")
+	assert.False(t, ok)
+
+	assert.Empty(t, CompareHead("rayproject/ray:2.54.0-py312", "w", lab("2.54.0", "3.12")))
+	h := CompareHead("rayproject/ray:2.54.0", "w", lab("2.54.0", "3.12"))
+	require.Len(t, h, 1)
+	assert.Contains(t, h[0], "Python 3.10")
+	assert.Contains(t, h[0], "use rayproject/ray:2.54.0-py312 for the head")
+}
+
+// Ensure reports mismatches it finds among what it made present.
+func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
+	f := fake.New()
+	specs, err := LabSpecs("nvidia", "2.54.0")
+	require.NoError(t, err)
+	f.Images[specs[0].Ref] = docker.Image{ID: "sha256:w", Labels: map[string]string{
+		dockerfiles.LabelHash: specs[0].Hash, dockerfiles.LabelRayVersion: "2.54.0", dockerfiles.LabelPythonVersion: "3.12"}}
+	f.Images[specs[1].Ref] = docker.Image{ID: "sha256:j", Labels: map[string]string{
+		dockerfiles.LabelHash: specs[1].Hash, dockerfiles.LabelRayVersion: "2.54.0", dockerfiles.LabelPythonVersion: "3.13"}}
+	f.Images["rayproject/ray:2.54.0"] = docker.Image{ID: "sha256:h"}
+	var rec progress.Recorder
+	res, err := Ensure(context.Background(), f, Request{Pull: []string{"rayproject/ray:2.54.0"}, Build: specs}, Options{}, &rec)
+	require.NoError(t, err)
+	assert.Len(t, res.Warnings, 2, "%v", res.Warnings)
+	warned := 0
+	for _, e := range rec.Events() {
+		if e.Kind == progress.Warn {
+			warned++
+		}
+	}
+	assert.Equal(t, 2, warned)
+	assert.Empty(t, f.CallsOf("build"))
+	assert.Empty(t, f.CallsOf("pull"))
+}
