@@ -417,3 +417,30 @@ func TestPropertyRenderedDevicesAreDisjoint(t *testing.T) {
 	}
 	assert.Equal(t, 400, rendered)
 }
+
+// Every rendered service converts to an engine create request: nothing the
+// renderer emits is refused by the apply step's converter.
+func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
+	for _, c := range goldenCases() {
+		t.Run(c.name, func(t *testing.T) {
+			proj := render(t, c)
+			for name, s := range proj.Services {
+				spec, err := toSpec(proj, s, map[string]string{})
+				require.NoError(t, err, name)
+				assert.Equal(t, s.ContainerName, spec.Name)
+				for _, m := range spec.HostConfig.Mounts {
+					if m.Type == "bind" {
+						assert.True(t, filepath.IsAbs(m.Source), "%s: bind source %s resolved by Load", name, m.Source)
+						_, err := os.Stat(m.Source)
+						assert.NoError(t, err, "%s: bind source exists (the engine's mount API does not create it)", name)
+					}
+				}
+				if s.Labels[LabelRole] == string(lab.RoleWorker) && c.facts.GPUs.Vendor() == gpu.NVIDIA {
+					require.Len(t, spec.HostConfig.DeviceRequests, 1, name)
+					assert.Equal(t, [][]string{{"gpu"}}, spec.HostConfig.DeviceRequests[0].Capabilities)
+					assert.Zero(t, spec.HostConfig.DeviceRequests[0].Count)
+				}
+			}
+		})
+	}
+}
