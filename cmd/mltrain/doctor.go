@@ -1,17 +1,69 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/doctor"
+	"github.com/mltrain/mltrain/internal/host"
 )
 
 func (a *app) doctorCmd() *cobra.Command {
-	return &cobra.Command{
+	var hostIP string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check that this host is ready for the lab, with the fix for each problem",
+		Long: `Check the Docker engine, the GPU drivers and their container plumbing (NVIDIA runtime or
+CDI; /dev/kfd and render nodes for AMD), the GPU count, the lab's ports (8265, 3000, 8888,
+9001), free disk in Docker's root and the address browsers will use.
+Each row is pass, warn or fail with its fix; the exit status is 1 when any row fails.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.NotBuilt(cmd.Name(), "issue #2")
+			deps := doctor.System(a.connect, host.Options{HostIP: hostIP})
+			res := doctor.Run(cmd.Context(), deps, doctor.Options{Project: a.project})
+			if a.json {
+				if err := printJSON(a.out, res); err != nil {
+					return err
+				}
+			} else if err := printDoctor(a, res); err != nil {
+				return err
+			}
+			if !res.OK {
+				return clierr.Silent{Code: clierr.ExitFailure}
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringVar(&hostIP, "host-ip", "", "the address students' browsers use (default: cloud metadata, else the default-route interface)")
+	return cmd
+}
+
+func printDoctor(a *app, res doctor.Result) error {
+	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tCHECK\tDETAIL")
+	count := map[doctor.Status]int{}
+	for _, c := range res.Checks {
+		count[c.Status]++
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.ToUpper(string(c.Status)), c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "ready"
+	if !res.OK {
+		verdict = "not ready: fix the FAIL rows"
+	}
+	warnings := "warnings"
+	if count[doctor.Warn] == 1 {
+		warnings = "warning"
+	}
+	_, err := fmt.Fprintf(a.out, "\n%d passed, %d %s, %d failed: %s\n", count[doctor.Pass], count[doctor.Warn], warnings, count[doctor.Fail], verdict)
+	return err
 }

@@ -1,17 +1,62 @@
 package main
 
 import (
+	"fmt"
+	"text/tabwriter"
+
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/gpu"
 )
 
 func (a *app) gpusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "gpus",
 		Short: "List the host's GPUs (NVIDIA via NVML, AMD via KFD sysfs)",
+		Long: `List the host's GPUs and what keeps any GPU hardware from being usable, with the fix.
+Problems are part of the answer: the command exits 0 whenever detection ran.
+--json prints the stable form {"gpus":[...],"problems":[...]}.
+Set MLTRAIN_SYSFS_ROOT to read a fixture host (a directory standing for /).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.NotBuilt(cmd.Name(), "issue #2")
+			rep, err := gpu.Detect(cmd.Context(), gpu.Options{})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(a.out, rep)
+			}
+			return printGPUs(a, rep)
 		},
 	}
+}
+
+func printGPUs(a *app, rep gpu.Report) error {
+	if len(rep.GPUs) == 0 {
+		fmt.Fprintln(a.out, "No usable GPUs.")
+	} else {
+		tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "INDEX\tVENDOR\tNAME\tMEMORY\tPCI BUS ID\tUUID\tDEVICE")
+		for _, g := range rep.GPUs {
+			dev := g.RenderNode
+			if dev == "" {
+				dev = "-"
+			}
+			if g.MIG {
+				dev += " (MIG on)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d MiB\t%s\t%s\t%s\n", g.Index, g.Vendor, g.Name, g.MemoryMiB, g.PCIBusID, g.UUID, dev)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintln(a.out, "\nProblems:")
+		for _, p := range rep.Problems {
+			fmt.Fprintf(a.out, "  %s: %s\n    fix: %s\n", p.Code, p.Message, p.Fix)
+		}
+		fmt.Fprintln(a.out, "\nRun 'mltrain doctor' for the full readiness check.")
+	}
+	return nil
 }

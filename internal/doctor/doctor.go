@@ -267,7 +267,11 @@ func checkAMD(rep gpu.Report, d Deps, r *Result) {
 		case err == nil:
 			r.add(dev, Pass, "exists and this user can read and write it", "")
 		case errors.Is(err, fs.ErrNotExist):
-			r.add(dev, Fail, dev+" does not exist: the amdgpu driver's compute interface is not loaded",
+			what := "the GPU's render node is missing"
+			if dev == "/dev/kfd" {
+				what = "the amdgpu driver's compute interface (KFD) is not loaded"
+			}
+			r.add(dev, Fail, dev+" does not exist: "+what,
 				"load it ('sudo modprobe amdgpu'); if that fails install the driver ('sudo amdgpu-install -y --usecase=dkms') and reboot")
 		case errors.Is(err, fs.ErrPermission):
 			r.add(dev, Fail, "permission denied on "+dev+": this user is not in the group that owns it (video/render)", FixAMDGroups)

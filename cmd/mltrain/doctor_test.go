@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/doctor"
+	"github.com/mltrain/mltrain/internal/gpu"
+)
+
+func checkNamed(t *testing.T, res doctor.Result, name string) doctor.Check {
+	t.Helper()
+	for _, c := range res.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no %q check in %+v", name, res.Checks)
+	return doctor.Check{}
+}
+
+// Against this machine's engine with an NVIDIA fixture host: the engine row
+// passes, the missing NVIDIA runtime fails with its fix, and the exit code is 1.
+func TestDoctorJSONRealEngineNVIDIAFixture(t *testing.T) {
+	dockertest.Engine(t) // skip only where no engine exists; CI requires one
+	t.Setenv(gpu.RootEnv, fixtures+"nvidia-driver")
+	out, errOut, code := run(t, "doctor", "--json", "--host-ip", "192.0.2.4")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, errOut)
+	var res doctor.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.False(t, res.OK)
+	assert.Equal(t, doctor.Pass, checkNamed(t, res, "docker").Status)
+	rt := checkNamed(t, res, "nvidia runtime")
+	assert.Equal(t, doctor.Fail, rt.Status)
+	assert.Equal(t, doctor.FixNVIDIARuntime, rt.Fix)
+	assert.Contains(t, checkNamed(t, res, "address").Detail, "192.0.2.4")
+}
+
+func TestDoctorHumanUnreachableEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv(gpu.RootEnv, fixtures+"none")
+	out, _, code := run(t, "doctor", "--host-ip", "192.0.2.4")
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `FAIL\s+docker\s+docker engine at unix:///nonexistent/docker.sock is not reachable`, out)
+	assert.Contains(t, out, "fix: start Docker")
+	assert.Regexp(t, `WARN\s+gpus\s+no GPU hardware`, out)
+	assert.Contains(t, out, "failed: not ready")
+}
