@@ -1,0 +1,153 @@
+// Package storetest is an in-process stand-in for the three S3 calls
+// internal/store makes (HeadBucket, CreateBucket, ListObjectsV2), answering
+// the way MinIO does, path-style. A real MinIO for CI is the lead engineer's;
+// this keeps unit tests hermetic.
+package storetest
+
+import (
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/store"
+)
+
+// AccessKey and SecretKey are what the double accepts.
+const (
+	AccessKey = "AKIDLAB"
+	SecretKey = "secret"
+)
+
+// Server is the S3 double. It checks requests are signed with AccessKey.
+type Server struct {
+	*httptest.Server
+	mu      sync.Mutex
+	key     string
+	buckets map[string]map[string]obj
+	calls   []string
+}
+
+type obj struct {
+	size int64
+	mod  time.Time
+}
+
+// New starts the double, closed when the test ends.
+func New(t testing.TB) *Server {
+	d := &Server{key: AccessKey, buckets: map[string]map[string]obj{}}
+	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// Client returns a store client for the double with the given access key.
+func (d *Server) Client(t testing.TB, key string) *store.Client {
+	c, err := store.New(store.Config{Endpoint: d.URL, AccessKey: key, SecretKey: SecretKey})
+	require.NoError(t, err)
+	return c
+}
+
+// MakeBucket creates a bucket directly.
+func (d *Server) MakeBucket(bucket string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.buckets[bucket] == nil {
+		d.buckets[bucket] = map[string]obj{}
+	}
+}
+
+// Put stores an object (size and time only; contents are never read).
+func (d *Server) Put(bucket, key string, size int64, mod time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.buckets[bucket] == nil {
+		d.buckets[bucket] = map[string]obj{}
+	}
+	d.buckets[bucket][key] = obj{size, mod}
+}
+
+// Calls lists "METHOD path" of every request.
+func (d *Server) Calls() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.calls...)
+}
+
+func (d *Server) serve(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, r.Method+" "+r.URL.Path)
+	if !strings.Contains(r.Header.Get("Authorization"), "Credential="+d.key+"/") {
+		s3Error(w, r, http.StatusForbidden, "InvalidAccessKeyId", "The Access Key Id you provided does not exist in our records.")
+		return
+	}
+	bucket := strings.Trim(r.URL.Path, "/")
+	objs, exists := d.buckets[bucket]
+	switch r.Method {
+	case http.MethodHead:
+		if !exists {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	case http.MethodPut:
+		if exists {
+			s3Error(w, r, http.StatusConflict, "BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
+			return
+		}
+		d.buckets[bucket] = map[string]obj{}
+		w.WriteHeader(http.StatusOK)
+	case http.MethodGet:
+		if !exists {
+			s3Error(w, r, http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist")
+			return
+		}
+		prefix := r.URL.Query().Get("prefix")
+		type content struct {
+			Key          string
+			LastModified string
+			Size         int64
+			ETag         string
+		}
+		var res struct {
+			XMLName     xml.Name `xml:"ListBucketResult"`
+			Name        string
+			Prefix      string
+			KeyCount    int
+			MaxKeys     int
+			IsTruncated bool
+			Contents    []content
+		}
+		res.Name, res.Prefix, res.MaxKeys = bucket, prefix, 1000
+		var keys []string
+		for k := range objs {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			res.Contents = append(res.Contents, content{Key: k, Size: objs[k].size, ETag: `"e"`,
+				LastModified: objs[k].mod.UTC().Format("2006-01-02T15:04:05.000Z")})
+		}
+		res.KeyCount = len(res.Contents)
+		w.Header().Set("Content-Type", "application/xml")
+		_ = xml.NewEncoder(w).Encode(res)
+	}
+}
+
+func s3Error(w http.ResponseWriter, r *http.Request, code int, s3code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><Resource>%s</Resource><RequestId>1</RequestId></Error>`, s3code, msg, r.URL.Path)
+	}
+}
