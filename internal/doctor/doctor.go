@@ -44,7 +44,7 @@ type Result struct {
 	Checks []Check `json:"checks"`
 }
 
-// Deps are what doctor looks at.
+// Deps are what doctor looks at. Every field must be set; System sets them all.
 type Deps struct {
 	// Connect opens the Docker engine (the CLI's, honouring DOCKER_HOST and contexts).
 	Connect func(ctx context.Context) (docker.Engine, error)
@@ -58,6 +58,8 @@ type Deps struct {
 	DiskFree func(path string) (uint64, error)
 	// Access returns nil when this user can read and write the device (a /dev path).
 	Access func(devPath string) error
+	// Groups returns the host's render and video group ids (0 when absent).
+	Groups func() (render, video int)
 }
 
 // Options tunes Run.
@@ -260,6 +262,13 @@ func checkAMD(rep gpu.Report, d Deps, r *Result) {
 		if g.Vendor == gpu.AMD && g.RenderNode != "" {
 			devs = append(devs, g.RenderNode)
 		}
+	}
+	render, video := d.Groups()
+	if render > 0 {
+		r.add("render group", Pass, fmt.Sprintf("render gid %d, video gid %d: AMD containers get them with group_add", render, video), "")
+	} else {
+		r.add("render group", Warn, "this host has no 'render' group and /dev/kfd has no owning group to use instead",
+			"check the amdgpu install: 'getent group render video' and 'ls -l /dev/kfd /dev/dri'")
 	}
 	for _, dev := range devs {
 		err := d.Access(dev)

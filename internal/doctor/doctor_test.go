@@ -47,6 +47,7 @@ type healthy struct {
 	freeErr  error
 	access   map[string]error
 	accessed []string
+	render   int
 }
 
 func newHealthy() *healthy {
@@ -55,7 +56,7 @@ func newHealthy() *healthy {
 	e.InfoValue.APIVersion = "1.47"
 	e.InfoValue.Runtimes = []string{"nvidia", "runc"}
 	return &healthy{eng: e, report: a100s(2), ip: "129.114.27.3", src: host.SourceMetadata,
-		busy: map[int]error{}, free: 500 << 30, access: map[string]error{}}
+		busy: map[int]error{}, free: 500 << 30, access: map[string]error{}, render: 109}
 }
 
 func (h *healthy) deps() Deps {
@@ -74,6 +75,7 @@ func (h *healthy) deps() Deps {
 			h.accessed = append(h.accessed, p)
 			return h.access[p]
 		},
+		Groups: func() (int, int) { return h.render, 44 },
 	}
 }
 
@@ -182,6 +184,12 @@ func TestAMDDevices(t *testing.T) {
 	assert.True(t, r.OK)
 	assert.Equal(t, []string{"/dev/kfd", "/dev/dri/renderD128", "/dev/dri/renderD129"}, h.accessed)
 	assert.NotContains(t, names(r), "nvidia runtime")
+	assert.Equal(t, "render gid 109, video gid 44: AMD containers get them with group_add", row(t, r, "render group").Detail)
+
+	h.render = 0
+	c0 := row(t, h.run(), "render group")
+	assert.Equal(t, Warn, c0.Status)
+	assert.Contains(t, c0.Fix, "getent group render")
 
 	h.accessed = nil
 	h.access["/dev/dri/renderD129"] = &fs.PathError{Op: "access", Path: "/dev/dri/renderD129", Err: syscall.EACCES}

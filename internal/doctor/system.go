@@ -33,6 +33,13 @@ func System(connect func(ctx context.Context) (docker.Engine, error), h host.Opt
 			}
 			return Access(gpu.HostPath(root, dev))
 		},
+		Groups: func() (int, int) {
+			root, err := gpu.ResolveRoot(h.Root)
+			if err != nil {
+				return 0, 0
+			}
+			return host.GroupIDs(root)
+		},
 	}
 }
 

@@ -48,6 +48,8 @@ func TestSystemUnderFixtureRoot(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.CopyFS(root, os.DirFS("../gpu/testdata/mi100x2")))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev/dri"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc/group"), []byte("video:x:44:\nrender:x:109:\n"), 0o644))
 	for _, d := range []string{"dev/kfd", "dev/dri/renderD128"} { // renderD129 missing
 		require.NoError(t, os.WriteFile(filepath.Join(root, d), nil, 0o660))
 	}
@@ -56,6 +58,7 @@ func TestSystemUnderFixtureRoot(t *testing.T) {
 	d.PortFree = func(int) error { return nil } // the lab's real ports are not this test's business
 	r := Run(context.Background(), d, Options{})
 	assert.Equal(t, "2 amd GPUs: 2x AMD Instinct MI100", row(t, r, "gpus").Detail)
+	assert.Contains(t, row(t, r, "render group").Detail, "render gid 109, video gid 44")
 	assert.Equal(t, Pass, row(t, r, "/dev/kfd").Status)
 	assert.Equal(t, Pass, row(t, r, "/dev/dri/renderD128").Status)
 	c := row(t, r, "/dev/dri/renderD129")
