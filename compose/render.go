@@ -1,3 +1,14 @@
+// Package compose turns a lab plan into a Compose project (compose-go v2
+// types, written as compose.yaml plus generated Prometheus and Grafana
+// files), loads it back merged with the user's compose.override.yaml, and
+// applies it to the engine.
+//
+// Rendering choices: service names are the course's (ray-head,
+// ray-worker-0.., minio, prometheus, grafana, jupyter); container names are
+// the same in the default project and "<project>-<service>" otherwise.
+// Every service has an exec-form healthcheck taken from the plan (so tests
+// can substitute stand-in images and their checks), and depends_on waits for
+// service_healthy (service_started when a check is disabled).
 package compose
 
 import (
