@@ -1,0 +1,144 @@
+package exercise
+
+import (
+	"bufio"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Markers train.py prints in the job log (see workspace/train.py).
+const (
+	EventMarker  = "MLTRAIN_EVENT"
+	ResultMarker = "MLTRAIN_RESULT"
+)
+
+// Event is one MLTRAIN_EVENT line: a worker started (where, on which GPU),
+// resumed from a checkpoint, or finished an epoch.
+type Event struct {
+	Event      string             `json:"event"` // start, worker, resume, epoch
+	Time       float64            `json:"time"`  // Unix seconds, the worker's clock
+	Mode       string             `json:"mode,omitempty"`
+	Rank       int                `json:"rank"`
+	WorldSize  int                `json:"world_size,omitempty"`
+	NodeIP     string             `json:"node_ip,omitempty"`
+	NodeID     string             `json:"node_id,omitempty"`
+	Run        string             `json:"run,omitempty"`
+	Checkpoint string             `json:"checkpoint,omitempty"`
+	Epoch      int                `json:"epoch,omitempty"`
+	GPU        map[string]any     `json:"gpu,omitempty"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+}
+
+// At is the event's time.
+func (e Event) At() time.Time {
+	return time.Unix(0, int64(e.Time*float64(time.Second)))
+}
+
+// Trial is one Tune trial in the result line.
+type Trial struct {
+	TrialID            string   `json:"trial_id,omitempty"`
+	BatchSize          any      `json:"batch_size,omitempty"`
+	DropoutProbability *float64 `json:"dropout_probability,omitempty"`
+	Iterations         int      `json:"iterations"`
+	ValAccuracy        *float64 `json:"val_accuracy,omitempty"`
+	ValLoss            *float64 `json:"val_loss,omitempty"`
+	Error              string   `json:"error,omitempty"`
+	Checkpoint         string   `json:"checkpoint,omitempty"`
+}
+
+// Result is the MLTRAIN_RESULT line train.py prints at the end.
+type Result struct {
+	Mode         string         `json:"mode"`
+	Run          string         `json:"run"`
+	OK           *bool          `json:"ok,omitempty"` // absent in plain mode: reaching the line is success
+	Error        string         `json:"error,omitempty"`
+	FitSeconds   float64        `json:"fit_seconds"`
+	Epochs       int            `json:"epochs,omitempty"`
+	Metrics      map[string]any `json:"metrics,omitempty"`
+	Test         map[string]any `json:"test,omitempty"`
+	Checkpoint   string         `json:"checkpoint,omitempty"`
+	Trials       []Trial        `json:"trials,omitempty"`
+	StoppedEarly int            `json:"stopped_early"`
+	Completed    int            `json:"completed"`
+	Errored      int            `json:"errored"`
+	MaxT         int            `json:"max_t,omitempty"`
+	Best         *Trial         `json:"best,omitempty"`
+}
+
+// Succeeded reports whether the script said training went well.
+func (r *Result) Succeeded() bool {
+	if r == nil {
+		return false
+	}
+	if r.OK != nil {
+		return *r.OK
+	}
+	return r.Error == ""
+}
+
+// ParseLog finds the event lines and the last result line in a job log.
+// Ray prefixes worker output ("(RayTrainWorker pid=…, ip=…) ") and may color
+// it or append "[repeated Nx …]": only the JSON value after the marker is read.
+func ParseLog(logs string) ([]Event, *Result) {
+	var events []Event
+	var res *Result
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, EventMarker+" "); i >= 0 {
+			var e Event
+			if decodeFirst(line[i+len(EventMarker)+1:], &e) && e.Event != "" {
+				events = append(events, e)
+			}
+			continue
+		}
+		if i := strings.Index(line, ResultMarker+" "); i >= 0 {
+			var r Result
+			if decodeFirst(line[i+len(ResultMarker)+1:], &r) {
+				res = &r
+			}
+		}
+	}
+	return events, res
+}
+
+func decodeFirst(s string, v any) bool {
+	return json.NewDecoder(strings.NewReader(s)).Decode(v) == nil
+}
+
+// EventsOf returns the events of one kind, in log order.
+func EventsOf(events []Event, kind string) []Event {
+	var out []Event
+	for _, e := range events {
+		if e.Event == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// NodeIPs lists the distinct node IPs of "worker" events, sorted.
+func NodeIPs(events []Event) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range EventsOf(events, "worker") {
+		if e.NodeIP != "" && !seen[e.NodeIP] {
+			seen[e.NodeIP] = true
+			out = append(out, e.NodeIP)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LastLines returns up to n trailing lines of s.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,539 @@
+package exercise_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raytest"
+	"github.com/mltrain/mltrain/internal/store/storetest"
+	"github.com/mltrain/mltrain/lab/exercise"
+)
+
+type fixture struct {
+	ray   *raytest.Server
+	s3    *storetest.Server
+	env   exercise.Env
+	opts  exercise.Options
+	rec   *progress.Recorder
+	state string
+}
+
+func newFixture(t *testing.T, eng docker.Engine) *fixture {
+	t.Helper()
+	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: t.TempDir()}
+	f.s3.MakeBucket("ray")
+	rc, err := ray.New(ray.Options{Address: f.ray.URL})
+	require.NoError(t, err)
+	f.env = exercise.Env{Ray: rc, Store: f.s3.Client(t, storetest.AccessKey), Engine: eng, Project: "mltrain",
+		StateDir: f.state, Reporter: f.rec, JobEnv: map[string]string{"MLTRAIN_ACCELERATOR": "cpu"}}
+	f.opts = exercise.Options{Quick: true, Poll: time.Millisecond, Observe: 40 * time.Millisecond,
+		Timeout: 10 * time.Second, CheckpointTimeout: 3 * time.Second}
+	return f
+}
+
+func event(kind string, at time.Time, fields string) string {
+	return fmt.Sprintf("\x1b[36m(RayTrainWorker pid=77, ip=x)\x1b[0m MLTRAIN_EVENT {\"event\":%q,\"time\":%.3f%s}\n",
+		kind, float64(at.UnixNano())/1e9, fields)
+}
+
+func workerEvent(rank int, ip string, at time.Time) string {
+	return event("worker", at, fmt.Sprintf(`,"rank":%d,"node_ip":%q,"gpu":{"name":"A100"}`, rank, ip))
+}
+
+const resultOK = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":12.5,\"test\":{\"test_accuracy\":0.9}}\n"
+
+// lifecycle: PENDING on the first poll, RUNNING (with logs) on the second,
+// final (with more logs) on the fourth.
+func lifecycle(running, final string, status ray.JobStatus) func(string, *raytest.Job) {
+	return func(_ string, j *raytest.Job) {
+		switch j.Polls {
+		case 2:
+			j.Logs += running
+			raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
+		case 4:
+			j.Logs += final
+			raytest.SetStatus(j, status, "done", time.Now())
+		}
+	}
+}
+
+func TestSubmitSucceeds(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", time.Now()), "epoch 1\n"+resultOK, ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
+	require.NoError(t, err)
+	assert.True(t, rec.OK)
+	require.Len(t, rec.Jobs, 1)
+	assert.Equal(t, ray.Succeeded, rec.Jobs[0].Status)
+	assert.Equal(t, []string{"172.18.0.3"}, rec.Jobs[0].NodeIPs)
+	assert.Contains(t, rec.Observed, "SUCCEEDED")
+	assert.NotEmpty(t, rec.Look)
+	assert.Contains(t, rec.Look[0], f.ray.URL+"/#/jobs/"+rec.Jobs[0].SubmissionID)
+
+	// What reached Ray: the workspace uploaded once, then the job with the
+	// course's resources and train.py's flags.
+	calls := f.ray.Calls()
+	require.GreaterOrEqual(t, len(calls), 4)
+	assert.Equal(t, "GET /api/version", calls[0])
+	assert.True(t, strings.HasPrefix(calls[1], "GET /api/packages/gcs/_ray_pkg_"), calls[1])
+	assert.True(t, strings.HasPrefix(calls[2], "PUT /api/packages/gcs/_ray_pkg_"), calls[2])
+	assert.Equal(t, "POST /api/jobs/", calls[3])
+	job, ok := f.ray.Job(rec.Jobs[0].SubmissionID)
+	require.True(t, ok)
+	assert.Equal(t, 1.0, job.Request.EntrypointNumGPUs)
+	assert.Equal(t, 8.0, job.Request.EntrypointNumCPUs)
+	assert.Equal(t, "python train.py --mode plain --quick", job.Request.Entrypoint)
+	env := job.Request.RuntimeEnv
+	assert.Regexp(t, `^gcs://_ray_pkg_[0-9a-f]{16}\.zip$`, env["working_dir"])
+	assert.Equal(t, map[string]any{"packages": []any{"torch", "torchvision", "lightning", "boto3", "s3fs"}, "pip_check": false}, env["pip"])
+	vars := env["env_vars"].(map[string]any)
+	assert.Equal(t, "cpu", vars["MLTRAIN_ACCELERATOR"], "Env.JobEnv reaches the job")
+	assert.Equal(t, "/mnt/Food-11", vars["FOOD11_DATA_DIR"], "runtime.json's env_vars are kept")
+
+	// The default workspace was created in the state dir, and the record saved.
+	_, err = os.Stat(filepath.Join(f.state, "workspace", "train.py"))
+	require.NoError(t, err)
+	saved, err := exercise.LoadRecord(f.state, "submit")
+	require.NoError(t, err)
+	assert.True(t, saved.OK)
+	assert.Equal(t, rec.Jobs[0].SubmissionID, saved.Jobs[0].SubmissionID)
+	assert.True(t, f.rec.Has("lab submit", progress.Done))
+}
+
+func TestSubmitFailedJobShowsLogTail(t *testing.T) {
+	f := newFixture(t, nil)
+	var logs strings.Builder
+	for i := 0; i < 80; i++ {
+		fmt.Fprintf(&logs, "line %d\n", i)
+	}
+	logs.WriteString("RuntimeError: Food-11 not found at /mnt/Food-11\n")
+	f.ray.OnPoll = lifecycle("", logs.String(), ray.Failed)
+	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "FAILED")
+	assert.Contains(t, err.Error(), "Food-11 not found")
+	assert.Contains(t, err.Error(), "line 79")
+	assert.NotContains(t, err.Error(), "line 20\n", "only the last 50 lines")
+	assert.False(t, rec.OK)
+	saved, lerr := exercise.LoadRecord(f.state, "submit")
+	require.NoError(t, lerr)
+	assert.False(t, saved.OK)
+	assert.Contains(t, saved.Error, "FAILED")
+}
+
+func TestSubmitWithoutResultLineIsNotObserved(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.OnPoll = lifecycle("", "bye\n", ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.False(t, rec.OK)
+	assert.Contains(t, strings.Join(rec.Problems, " "), "MLTRAIN_RESULT")
+}
+
+func TestUnknownExerciseAndMissingWorkspace(t *testing.T) {
+	f := newFixture(t, nil)
+	_, err := exercise.Run(context.Background(), f.env, "nope", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unknown exercise")
+
+	f.env.Workspace = t.TempDir() // exists, but no train.py
+	_, err = exercise.Run(context.Background(), f.env, "submit", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no train.py")
+	assert.Empty(t, f.ray.CallsWithPrefix("POST"), "nothing submitted")
+}
+
+const statusWithDemand = `Resources
+---------------------------------------------------------------
+Usage:
+ 0.0/68.0 CPU
+ 0.0/2.0 GPU
+
+Demands:
+ {'CPU': 8.0, 'GPU': 2.0}: 1+ pending tasks/actors
+`
+
+func labNodes(gpusPerWorker float64) []ray.Node {
+	return []ray.Node{
+		{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 4}},
+		{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": gpusPerWorker}},
+		{NodeID: "w1", NodeIP: "172.18.0.4", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": 1}},
+	}
+}
+
+func TestInfeasibleStaysPendingThenIsStopped(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.SetNodes(labNodes(1))
+	f.ray.SetClusterStatus(statusWithDemand)
+	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
+	require.NoError(t, err)
+	require.True(t, rec.OK)
+	obs := rec.Infeasible
+	require.NotNil(t, obs)
+	assert.True(t, obs.StayedPending)
+	assert.GreaterOrEqual(t, obs.PendingSeconds, f.opts.Observe.Seconds())
+	assert.Equal(t, 1.0, obs.MaxGPUsPerNode)
+	require.NotNil(t, obs.Demand)
+	assert.Equal(t, 2.0, obs.Demand.Resources["GPU"])
+	assert.True(t, obs.StoppedAfter)
+
+	id := rec.Jobs[0].SubmissionID
+	job, _ := f.ray.Job(id)
+	assert.Equal(t, ray.Stopped, job.Status, "the job is stopped, not left pending")
+	assert.Equal(t, 2.0, job.Request.EntrypointNumGPUs)
+	assert.Equal(t, 8.0, job.Request.EntrypointNumCPUs)
+}
+
+func TestInfeasibleKeepLeavesItPending(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.SetNodes(labNodes(1))
+	f.ray.SetClusterStatus(statusWithDemand)
+	f.opts.Keep = true
+	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
+	require.NoError(t, err)
+	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
+	assert.Equal(t, ray.Pending, job.Status)
+	assert.Empty(t, f.ray.CallsWithPrefix("POST /api/jobs/"+rec.Jobs[0].SubmissionID+"/stop"))
+}
+
+func TestInfeasibleOnABigNodeIsNotObserved(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.SetNodes(labNodes(2)) // a node with 2 GPUs: the job can run
+	f.ray.OnPoll = func(_ string, j *raytest.Job) {
+		if j.Polls == 2 {
+			raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
+		}
+	}
+	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.False(t, rec.Infeasible.StayedPending)
+	probs := strings.Join(rec.Problems, "\n")
+	assert.Contains(t, probs, "left PENDING")
+	assert.Contains(t, probs, "has 2 GPUs")
+	assert.Contains(t, probs, "did not list")
+}
+
+func labEngine() *fake.Engine {
+	eng := fake.New()
+	for i, ip := range []string{"172.18.0.3", "172.18.0.4"} {
+		eng.AddContainer(docker.ContainerDetails{
+			Container: docker.Container{Name: fmt.Sprintf("ray-worker-%d", i), State: "running",
+				Labels: map[string]string{exercise.LabelRole: exercise.RoleWorker, exercise.LabelProject: "mltrain"}},
+			Running: true, Networks: map[string]string{"mltrain": ip},
+		})
+	}
+	eng.AddContainer(docker.ContainerDetails{
+		Container: docker.Container{Name: "ray-head", State: "running", Labels: map[string]string{exercise.LabelRole: "head", exercise.LabelProject: "mltrain"}},
+		Running:   true, Networks: map[string]string{"mltrain": "172.18.0.2"},
+	})
+	// Another lab on the same host, on another network with a clashing address.
+	eng.AddContainer(docker.ContainerDetails{
+		Container: docker.Container{Name: "other-ray-worker-0", State: "running",
+			Labels: map[string]string{exercise.LabelRole: exercise.RoleWorker, exercise.LabelProject: "other"}},
+		Running: true, Networks: map[string]string{"other": "172.18.0.4"},
+	})
+	return eng
+}
+
+func TestMultiUsesBothWorkers(t *testing.T) {
+	f := newFixture(t, labEngine())
+	now := time.Now()
+	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", now)+workerEvent(1, "172.18.0.4", now),
+		`MLTRAIN_RESULT {"mode":"ray","ok":true,"fit_seconds":30}`+"\n", ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"172.18.0.3", "172.18.0.4"}, rec.Jobs[0].NodeIPs)
+	assert.Equal(t, []string{"ray-worker-0", "ray-worker-1"}, rec.Jobs[0].Containers)
+	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
+	assert.Contains(t, job.Request.Entrypoint, "--mode ray --workers 2 --gpu-fraction 1 --cpus-per-worker 8 --quick --run-name "+rec.Jobs[0].SubmissionID)
+	assert.Zero(t, job.Request.EntrypointNumGPUs, "the driver stays on the head; the workers take the GPUs")
+}
+
+func TestMultiOnOneNodeIsNotObserved(t *testing.T) {
+	f := newFixture(t, labEngine())
+	now := time.Now()
+	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", now)+workerEvent(1, "172.18.0.3", now),
+		`MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.Contains(t, strings.Join(rec.Problems, " "), "1 node(s)")
+}
+
+func TestFractionalMeasuresMakespanAndSharing(t *testing.T) {
+	f := newFixture(t, labEngine())
+	var n int32
+	ips := []string{"172.18.0.3", "172.18.0.3", "172.18.0.3", "172.18.0.4"} // alone, then 3 at once: two share worker 0
+	f.ray.OnSubmit = func(_ string, j *raytest.Job) string {
+		k := atomic.AddInt32(&n, 1) - 1
+		j.Logs = workerEvent(0, ips[k], time.Now())
+		j.Status = ray.Running
+		return ""
+	}
+	f.ray.OnPoll = func(_ string, j *raytest.Job) {
+		if j.Polls == 3 {
+			j.Logs += `MLTRAIN_RESULT {"mode":"ray","ok":true}` + "\n"
+			raytest.SetStatus(j, ray.Succeeded, "ok", time.Now().Add(5*time.Millisecond))
+		}
+	}
+	rec, err := exercise.Run(context.Background(), f.env, "fractional", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	require.Len(t, rec.Jobs, 4)
+	obs := rec.Fractional
+	require.NotNil(t, obs)
+	assert.Equal(t, "ray-worker-0", obs.SharedNode)
+	assert.Len(t, obs.JobsByNode["ray-worker-0"], 2)
+	assert.Len(t, obs.JobsByNode["ray-worker-1"], 1)
+	assert.GreaterOrEqual(t, obs.MaxConcurrent, 2)
+	assert.Greater(t, obs.MakespanSeconds, 0.0)
+	assert.Greater(t, obs.AloneSeconds, 0.0)
+	assert.InDelta(t, obs.MakespanSeconds/obs.AloneSeconds, obs.Ratio, 1e-9)
+	for _, j := range rec.Jobs {
+		job, _ := f.ray.Job(j.SubmissionID)
+		assert.Contains(t, job.Request.Entrypoint, "--gpu-fraction 0.5 --cpus-per-worker 4")
+	}
+}
+
+// faultScript plays Ray Train with max_failures: the worker reports from
+// trainIP, a checkpoint lands in MinIO after a few polls, and once the
+// container of trainIP is stopped the run resumes on resumeIP from resumeCkpt.
+func faultScript(f *fixture, eng docker.Engine, container, trainIP, resumeIP, resumeCkpt string, writeCheckpoint bool) {
+	f.ray.OnSubmit = func(_ string, j *raytest.Job) string {
+		raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
+		return ""
+	}
+	resumed := 0
+	f.ray.OnPoll = func(id string, j *raytest.Job) {
+		if j.Polls == 2 {
+			j.Logs += workerEvent(0, trainIP, time.Now())
+		}
+		if j.Polls == 4 && writeCheckpoint {
+			f.s3.Put("ray", id+"/checkpoint_2026-11-21_20-00-01.000001/checkpoint.ckpt", 9<<20, time.Now())
+			f.s3.Put("ray", id+"/checkpoint_manager_snapshot.json", 100, time.Now())
+		}
+		d, err := eng.ContainerInspect(context.Background(), container)
+		if err != nil || d.Running || j.Status.Terminal() {
+			return
+		}
+		resumed++
+		ckpt := strings.ReplaceAll(resumeCkpt, "RUN", id)
+		switch resumed {
+		case 1:
+			j.Logs += "Worker 0 has failed.\n" + workerEvent(0, resumeIP, time.Now()) +
+				event("resume", time.Now(), fmt.Sprintf(`,"rank":0,"node_ip":%q,"checkpoint":%q`, resumeIP, ckpt))
+		case 3:
+			j.Logs += `MLTRAIN_RESULT {"mode":"ray","ok":true,"checkpoint":"ray/` + id + `/checkpoint_x"}` + "\n"
+			raytest.SetStatus(j, ray.Succeeded, "Job finished successfully.", time.Now())
+		}
+	}
+}
+
+func TestFaultStopsTheTrainingWorkerAndRestartsIt(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	faultScript(f, eng, "ray-worker-1", "172.18.0.4", "172.18.0.3", "ray/RUN/checkpoint_2026-11-21_20-00-01.000001", true)
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	obs := rec.Fault
+	require.NotNil(t, obs)
+	assert.Equal(t, "ray-worker-1", obs.StoppedContainer, "the container whose address is the training node")
+	assert.Equal(t, "172.18.0.4", obs.TrainingNodeIP)
+	assert.Equal(t, "ray-worker-0", obs.ResumedContainer)
+	id := rec.Jobs[0].SubmissionID
+	assert.Equal(t, id+"/checkpoint_2026-11-21_20-00-01.000001", obs.ResumedFrom)
+	assert.Equal(t, obs.LatestAtStop, obs.ResumedFrom)
+	assert.True(t, obs.CheckpointInMinIO)
+	assert.True(t, obs.ResumedFromLatest)
+	assert.True(t, obs.Restarted)
+	assert.GreaterOrEqual(t, obs.RecoverySeconds, 0.0)
+
+	assert.Equal(t, []string{"ray-worker-1"}, eng.CallsOf("stop"), "only the training worker is stopped, once")
+	assert.Equal(t, []string{"ray-worker-1"}, eng.CallsOf("start"), "and started again")
+	var order []string
+	for _, c := range eng.Calls {
+		if strings.HasPrefix(c, "stop ") || strings.HasPrefix(c, "start ") {
+			order = append(order, c)
+		}
+	}
+	assert.Equal(t, []string{"stop ray-worker-1", "start ray-worker-1"}, order)
+	d, _ := eng.ContainerInspect(context.Background(), "ray-worker-1")
+	assert.True(t, d.Running)
+
+	job, _ := f.ray.Job(id)
+	assert.Contains(t, job.Request.Entrypoint, "--max-failures 2")
+	assert.Contains(t, job.Request.Entrypoint, "--epochs 10")
+	assert.Contains(t, job.Request.Entrypoint, "--run-name "+id)
+}
+
+func TestFaultWithoutCheckpointNeverStopsAWorker(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	f.opts.CheckpointTimeout = 100 * time.Millisecond
+	faultScript(f, eng, "ray-worker-1", "172.18.0.4", "172.18.0.3", "", false)
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no checkpoint appeared in s3://ray/")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Empty(t, eng.CallsOf("stop"))
+	assert.False(t, rec.OK)
+	f.ray.SetStatus(rec.Jobs[0].SubmissionID, ray.Stopped, "cleanup")
+}
+
+func TestFaultUnidentifiedWorker(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	faultScript(f, eng, "ray-worker-1", "10.9.9.9", "172.18.0.3", "", true)
+	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no worker container has Ray node 10.9.9.9's address")
+	assert.Contains(t, err.Error(), "ray-worker-0 (172.18.0.3)")
+	assert.Empty(t, eng.CallsOf("stop"))
+}
+
+func TestFaultResumeFromUnknownCheckpointIsNotObserved(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	faultScript(f, eng, "ray-worker-1", "172.18.0.4", "172.18.0.3", "ray/RUN/checkpoint_nowhere", true)
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.False(t, rec.Fault.CheckpointInMinIO)
+	assert.True(t, rec.Fault.Restarted, "the worker is started again even when the lesson failed")
+	assert.Equal(t, []string{"ray-worker-1"}, eng.CallsOf("start"))
+}
+
+func TestFaultNeedsEngineAndStore(t *testing.T) {
+	f := newFixture(t, nil)
+	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Docker engine")
+	f.env.Engine = labEngine()
+	f.env.Store = nil
+	_, err = exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MinIO")
+}
+
+func tuneResult(early, done int) string {
+	var trials []map[string]any
+	for i := 0; i < early+done; i++ {
+		it := 2
+		if i < early {
+			it = 1
+		}
+		trials = append(trials, map[string]any{"trial_id": fmt.Sprint(i), "batch_size": 32, "dropout_probability": 0.3, "iterations": it, "val_accuracy": 0.5})
+	}
+	b, _ := json.Marshal(map[string]any{"mode": "tune", "ok": true, "max_t": 2, "trials": trials, "stopped_early": early,
+		"completed": done, "errored": 0, "best": map[string]any{"batch_size": 64, "dropout_probability": 0.25, "val_accuracy": 0.81, "iterations": 2}})
+	return "MLTRAIN_RESULT " + string(b) + "\n"
+}
+
+func TestTuneReportsEarlyStops(t *testing.T) {
+	f := newFixture(t, nil)
+	f.opts.NumSamples = 8
+	f.ray.OnPoll = lifecycle("", tuneResult(5, 3), ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "tune", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	require.NotNil(t, rec.Tune)
+	assert.Equal(t, 5, rec.Tune.StoppedEarly)
+	assert.Equal(t, 3, rec.Tune.Completed)
+	assert.Contains(t, rec.Observed, "batch size 64, dropout 0.25")
+	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
+	assert.Contains(t, job.Request.Entrypoint, "--mode tune --num-samples 8 --gpu-fraction 0.5 --cpus-per-worker 4")
+}
+
+func TestTuneWithoutEarlyStopsIsNotObserved(t *testing.T) {
+	f := newFixture(t, nil)
+	f.opts.NumSamples = 4
+	f.ray.OnPoll = lifecycle("", tuneResult(0, 4), ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "tune", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.Contains(t, strings.Join(rec.Problems, " "), "ASHA stopped no trial early")
+}
+
+func TestAllStopsWhenRayIsUnreachable(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ray.Close()
+	recs, err := exercise.All(context.Background(), f.env, f.opts)
+	require.ErrorIs(t, err, ray.ErrUnreachable)
+	assert.Len(t, recs, 1, "no point trying the other exercises")
+}
+
+func TestCPUsOverride(t *testing.T) {
+	f := newFixture(t, nil)
+	f.opts.CPUs = 2
+	f.ray.OnPoll = lifecycle("", resultOK, ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
+	require.NoError(t, err)
+	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
+	assert.Equal(t, 2.0, job.Request.EntrypointNumCPUs)
+}
+
+func TestParseLog(t *testing.T) {
+	logs := "hello\n" +
+		"(RayTrainWorker pid=1, ip=10.0.0.3) MLTRAIN_EVENT {\"event\":\"worker\",\"time\":1.5,\"rank\":1,\"node_ip\":\"10.0.0.3\"} [repeated 2x across cluster]\n" +
+		"MLTRAIN_EVENT not json\n" +
+		"MLTRAIN_RESULT {\"mode\":\"plain\"}\n" +
+		"MLTRAIN_RESULT {\"mode\":\"ray\",\"ok\":false,\"error\":\"boom\"}\n"
+	events, res := exercise.ParseLog(logs)
+	require.Len(t, events, 1)
+	assert.Equal(t, 1, events[0].Rank)
+	assert.Equal(t, time.Unix(1, 5e8), events[0].At())
+	require.NotNil(t, res)
+	assert.Equal(t, "ray", res.Mode, "the last result line wins")
+	assert.False(t, res.Succeeded())
+	_, none := exercise.ParseLog("nothing")
+	assert.Nil(t, none)
+	assert.False(t, none.Succeeded())
+}
+
+func TestWorkerByIPFiltersProject(t *testing.T) {
+	eng := labEngine()
+	d, err := exercise.WorkerByIP(context.Background(), eng, "mltrain", "172.18.0.4")
+	require.NoError(t, err)
+	assert.Equal(t, "ray-worker-1", d.Name)
+	_, err = exercise.WorkerByIP(context.Background(), eng, "", "172.18.0.4")
+	require.Error(t, err, "two labs' workers share the address: ambiguous without a project")
+	assert.Contains(t, err.Error(), "several worker containers")
+	_, err = exercise.WorkerByIP(context.Background(), eng, "mltrain", "172.18.0.2")
+	require.Error(t, err, "the head is not a worker")
+}
+
+func TestGuideAndText(t *testing.T) {
+	g := exercise.Guide("http://h:8265")
+	for _, n := range exercise.Names {
+		assert.Contains(t, g, "mltrain lab "+n)
+	}
+	rec := exercise.Record{Exercise: "submit", OK: false, Problems: []string{"p1"}, Numbers: []exercise.Number{{Name: "job duration", Value: 12, Unit: "s"}}}
+	txt := rec.Text()
+	assert.Contains(t, txt, "NOT OBSERVED")
+	assert.Contains(t, txt, "job duration")
+	assert.Contains(t, txt, "problem: p1")
+}
+
+func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, exercise.SaveRecord(dir, exercise.Record{Exercise: "tune", OK: true}))
+	recs, err := exercise.LoadRecords(dir)
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
+	assert.True(t, recs["tune"].OK)
+	_, err = exercise.LoadRecord(dir, "fault")
+	assert.True(t, errors.Is(err, os.ErrNotExist))
+	info, err := os.Stat(exercise.RecordPath(dir, "tune"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
