@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -395,4 +397,24 @@ func TestRunFromURLThenNoOpWithoutDownload(t *testing.T) {
 	assert.Nil(t, res.Download)
 	assert.Len(t, fs.requests(), 1, "no second download")
 	assert.Equal(t, copies, e.eng.copies.Load())
+}
+
+func TestDiskFullIsAClearErrorWithoutManifest(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// A 1 MiB tmpfs volume stands in for a full disk.
+	c, err := client.New(client.FromEnv)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: e.volume, Driver: "local",
+		DriverOpts: map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "size=1m"}, Labels: volumeLabels(e.labels)})
+	require.NoError(t, err)
+	files, _ := dataset("", small(), zip.Store)
+	files = append(files, zfile{name: "training/3_900.jpg", data: make([]byte, 3<<20), method: zip.Store})
+	_, err = Run(ctx, e.eng, e.opts(writeZip(t, e.dir, "big.zip", files)))
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "no space left on device")
+	assert.Contains(t, clierr.Hint(err), "free space")
+	assert.Nil(t, e.manifest(t))
 }
