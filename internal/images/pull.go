@@ -43,7 +43,7 @@ func (e *UnavailableError) Error() string {
 	}
 	for _, ref := range e.Images {
 		if c := e.Causes[ref]; c != nil {
-			fmt.Fprintf(&b, "\n  %s: %s", ref, strings.TrimPrefix(c.Error(), "pull "+ref+": "))
+			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
 		} else {
 			fmt.Fprintf(&b, "\n  %s", ref)
 		}
@@ -161,7 +161,7 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 				progress.Advance(r, step, cur, total, "bytes")
 			}
 		})
-		return struct{}{}, classify(err, retry)
+		return struct{}{}, classify(withoutPrefix(err, "pull "+ref+": "), retry)
 	},
 		backoff.WithBackOff(eb),
 		backoff.WithMaxTries(retry.Tries),
@@ -183,6 +183,23 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 	}
 	progress.End(r, step, "")
 	return nil
+}
+
+// prefixed drops the "pull <ref>: " the engine layer puts first, since
+// every message here already names the image; the error chain is kept.
+type prefixed struct {
+	msg string
+	err error
+}
+
+func (p *prefixed) Error() string { return p.msg }
+func (p *prefixed) Unwrap() error { return p.err }
+
+func withoutPrefix(err error, prefix string) error {
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return &prefixed{msg: strings.TrimPrefix(err.Error(), prefix), err: err}
 }
 
 // classify marks errors that retrying cannot fix as permanent and rate
