@@ -1,0 +1,304 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/internal/testlab"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) []int {
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+type standinLab struct {
+	t        *testing.T
+	eng      docker.Engine
+	opts     UpOptions
+	project  string
+	stateDir string
+}
+
+// newStandinLab prepares a CPU-rehearsal lab of stand-ins (real MinIO) on
+// free loopback ports, removed (volumes too) when the test ends.
+func newStandinLab(t *testing.T) *standinLab {
+	eng := dockertest.Engine(t)
+	imgs := testlab.BuildImages(t, eng)
+	project := strings.ReplaceAll(dockertest.UniqueName(t, "mlt"), "_", "-")
+	ports := freePorts(t, 6)
+	o := lab.Options{
+		Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
+		Images: map[lab.Role]string{}, Ports: map[string]int{},
+	}
+	for _, r := range lab.Roles {
+		o.Images[r] = imgs[string(r)]
+	}
+	for i, name := range []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus} {
+		o.Ports[name] = ports[i]
+	}
+	sl := &standinLab{t: t, eng: eng, project: project, stateDir: t.TempDir(),
+		opts: UpOptions{Lab: o, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second}}
+	sl.opts.StateDir = sl.stateDir
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = compose.Down(ctx, eng, project, time.Second, true, nil)
+		_ = eng.VolumeRemove(ctx, project+"-food11")
+	})
+	return sl
+}
+
+func (s *standinLab) deps(rep progress.Reporter) Deps {
+	return Deps{Engine: s.eng, Reporter: rep, Detect: func(context.Context) (host.Facts, error) {
+		return host.Facts{CPUs: 4, MemoryBytes: 8 << 30, HostIP: "127.0.0.1"}, nil
+	}}
+}
+
+func (s *standinLab) up(ctx context.Context) (UpResult, error) {
+	return Up(ctx, s.deps(nil), s.opts)
+}
+
+func (s *standinLab) ids() map[string]string {
+	list, err := s.eng.ContainerList(context.Background(), map[string]string{compose.LabelProject: s.project})
+	require.NoError(s.t, err)
+	out := map[string]string{}
+	for _, c := range list {
+		out[c.Labels[compose.LabelService]] = c.ID
+	}
+	return out
+}
+
+func TestUpStatusWorkerDown(t *testing.T) {
+	s := newStandinLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	var rec progress.Recorder
+	res, err := Up(ctx, s.deps(&rec), s.opts)
+	require.NoError(t, err)
+	assert.Equal(t, lab.ModeCPU, res.Plan.Mode)
+	assert.Len(t, res.Apply.Created, 7, "head, 2 workers, minio, prometheus, grafana, jupyter")
+	assert.True(t, res.BucketMade, "the ray bucket was made in the real MinIO")
+	assert.True(t, rec.Has("ready ray", progress.Done))
+	assert.Contains(t, res.URLs.RayDashboard, "127.0.0.1:")
+	first := s.ids()
+	require.Len(t, first, 7)
+	for svc, id := range first {
+		d, err := s.eng.ContainerInspect(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, s.project, d.Labels[compose.LabelProject], svc)
+		assert.NotEmpty(t, d.Labels[compose.LabelConfigHash], svc)
+		assert.True(t, d.Running, svc)
+	}
+	st, err := LoadState(s.stateDir)
+	require.NoError(t, err)
+	assert.Equal(t, s.project, st.Project)
+	fi, err := os.Stat(filepath.Join(s.stateDir, StateFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	// A second up is a no-op: same containers, bucket already there.
+	res, err = s.up(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, res.Apply.Created)
+	assert.Empty(t, res.Apply.Recreated)
+	assert.False(t, res.BucketMade)
+	assert.Equal(t, first, s.ids())
+
+	// A user override changing one worker recreates only that worker.
+	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, "compose.override.yaml"),
+		[]byte("services:\n  ray-worker-1:\n    environment:\n      EXTRA_SETTING: \"1\"\n"), 0o644))
+	res, err = s.up(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ray-worker-1"}, res.Apply.Recreated)
+	now := s.ids()
+	assert.NotEqual(t, first["ray-worker-1"], now["ray-worker-1"])
+	assert.Equal(t, first["ray-worker-0"], now["ray-worker-0"])
+	assert.Equal(t, first["ray-head"], now["ray-head"])
+
+	// status from labels and Ray; worker stop/start shows in Ray's view.
+	status, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+	require.NoError(t, err)
+	require.Len(t, status.Services, 7)
+	// The replaced worker's old node stays listed (DEAD), as in Ray.
+	require.Eventually(t, func() bool {
+		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		return err == nil && strings.HasPrefix(st.Ray, "3 of") && workerRayState(st, 1) == "ALIVE"
+	}, 30*time.Second, 500*time.Millisecond)
+	name, err := StopWorker(ctx, s.eng, s.project, 1)
+	require.NoError(t, err)
+	assert.Equal(t, s.project+"-ray-worker-1", name)
+	require.Eventually(t, func() bool {
+		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		return err == nil && workerState(st, 1) == "exited" && strings.HasPrefix(st.Ray, "2 of") && workerRayState(st, 1) != "ALIVE"
+	}, 30*time.Second, 500*time.Millisecond, "Ray sees the stopped worker DEAD")
+	_, err = StartWorker(ctx, s.eng, s.project, 1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		return err == nil && workerState(st, 1) == "running" && strings.HasPrefix(st.Ray, "3 of")
+	}, 30*time.Second, 500*time.Millisecond)
+	_, err = StopWorker(ctx, s.eng, s.project, 7)
+	assert.ErrorContains(t, err, "has no worker 7")
+
+	var logs bytes.Buffer
+	require.NoError(t, Logs(ctx, s.eng, s.project, "ray-head", false, "20", &logs, &logs))
+	assert.Contains(t, logs.String(), "standin ray head up")
+
+	// down keeps the volumes; --volumes removes the lab's (never the dataset).
+	removed, err := Down(ctx, s.eng, s.project, false, nil)
+	require.NoError(t, err)
+	assert.Len(t, removed, 7)
+	vols, err := s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	require.NoError(t, err)
+	assert.NotEmpty(t, vols, "down keeps the lab's volumes")
+	_, err = Down(ctx, s.eng, s.project, true, nil)
+	require.NoError(t, err)
+	vols, err = s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	require.NoError(t, err)
+	assert.Empty(t, vols)
+	_, err = s.eng.VolumeInspect(ctx, s.project+"-food11")
+	assert.NoError(t, err, "the dataset volume survives down --volumes")
+}
+
+func workerState(st Status, idx int) string {
+	for _, s := range st.Services {
+		if s.WorkerIndex != nil && *s.WorkerIndex == idx {
+			return s.State
+		}
+	}
+	return ""
+}
+
+func workerRayState(st Status, idx int) string {
+	for _, s := range st.Services {
+		if s.WorkerIndex != nil && *s.WorkerIndex == idx {
+			return s.RayState
+		}
+	}
+	return ""
+}
+
+func TestUpFailsFastAndRollsBackFirstUp(t *testing.T) {
+	s := newStandinLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sleeper := dockertest.GoImage(t, s.eng, "mltrain-test/sleeper:dev", "../../internal/docker/dockertest/testdata/sleeper", nil)
+	// Jupyter is replaced by a program that exits with code 4 after a moment.
+	s.opts.Lab.Images[lab.RoleJupyter] = sleeper
+	s.opts.Lab.Healthchecks = map[lab.Role][]string{lab.RoleJupyter: {"CMD", "/app", "health"}}
+	require.NoError(t, os.MkdirAll(s.stateDir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, "compose.override.yaml"),
+		[]byte("services:\n  jupyter:\n    environment:\n      EXIT_AFTER: 300ms\n      EXIT_CODE: \"4\"\n"), 0o644))
+
+	_, err := s.up(ctx)
+	require.Error(t, err)
+	var cf *compose.ContainerFailure
+	require.True(t, errors.As(err, &cf), "got %v", err)
+	assert.Equal(t, s.project+"-jupyter", cf.Container)
+	assert.Contains(t, cf.Reason, "exited with code 4")
+	assert.Contains(t, cf.Logs, "sleeper exiting with 4")
+	assert.Contains(t, clierr.Hint(err), "docker logs "+s.project+"-jupyter")
+	assert.Empty(t, s.ids(), "a failed first up removes its containers")
+	vols, err := s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	require.NoError(t, err)
+	assert.NotEmpty(t, vols, "rollback keeps volumes")
+}
+
+func TestUpCancelledThenConverges(t *testing.T) {
+	s := newStandinLab(t)
+	s.opts.NoRollback = true // a cancelled up keeps what it made, so the re-run converges from there
+	ctx, cancel := context.WithCancel(context.Background())
+	rep := cancelWhen{match: "service ray-head", cancel: cancel}
+	_, err := Up(ctx, s.deps(rep), s.opts)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	partial := s.ids()
+	assert.NotEmpty(t, partial)
+	assert.Less(t, len(partial), 7)
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel2()
+	res, err := s.up(ctx2)
+	require.NoError(t, err)
+	for svc, id := range partial {
+		assert.Equal(t, id, s.ids()[svc], "kept %s from the cancelled up", svc)
+	}
+	assert.Len(t, res.Apply.Created, 7-len(partial))
+}
+
+type cancelWhen struct {
+	match  string
+	cancel func()
+}
+
+func (c cancelWhen) Report(e progress.Event) {
+	if e.Step == c.match && e.Kind == progress.Done {
+		c.cancel()
+	}
+}
+
+func TestUpNamesTheHolderOfATakenPort(t *testing.T) {
+	s := newStandinLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sleeper := dockertest.GoImage(t, s.eng, "mltrain-test/sleeper:dev", "../../internal/docker/dockertest/testdata/sleeper", nil)
+	holder := s.project + "-holder"
+	port := s.opts.Lab.Ports[lab.PortGrafana]
+	p := network.MustParsePort("3000/tcp")
+	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: holder,
+		Config: &container.Config{Image: sleeper, Labels: map[string]string{dockertest.TestLabel: "1"}, ExposedPorts: network.PortSet{p: {}}},
+		HostConfig: &container.HostConfig{PortBindings: network.PortMap{p: {{HostPort: itoa(port)}}}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.eng.ContainerRemove(context.Background(), id, true) })
+	require.NoError(t, s.eng.ContainerStart(ctx, id))
+
+	_, err = s.up(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "host port "+itoa(port)+" (service grafana) is held by container "+holder)
+	assert.Contains(t, clierr.Hint(err), "docker stop "+holder)
+	assert.Empty(t, s.ids(), "nothing was started")
+
+	// A port held by a process, not a container.
+	require.NoError(t, s.eng.ContainerRemove(ctx, id, true))
+	l, err := net.Listen("tcp", "127.0.0.1:"+itoa(s.opts.Lab.Ports[lab.PortJupyter]))
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = s.up(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(service jupyter) is in use by another process")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
