@@ -1,17 +1,202 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab/exercise"
 )
 
+// labConn is where the exercises find Ray and MinIO: flags, then Ray's and
+// AWS's own environment variables, then the lab's state dir.
+type labConn struct {
+	rayAddress    string
+	rayToken      string
+	minioEndpoint string
+	workspace     string
+	jobEnv        map[string]string
+}
+
 func (a *app) labCmd() *cobra.Command {
-	return &cobra.Command{
+	var o exercise.Options
+	var c labConn
+	names := append(append([]string(nil), exercise.Names...), "all", "guide")
+	cmd := &cobra.Command{
 		Use:   "lab EXERCISE",
 		Short: "Run a scripted lab exercise and report what happened",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.NotBuilt(cmd.Name(), "issue #7")
+		Long: `Run one of the lab's exercises against the Ray cluster, tell what to look at in the
+dashboard, measure what happened, and exit 0 only when the cluster behaved as the lesson says.
+
+Exercises: ` + strings.Join(exercise.Names, ", ") + `
+  all     every exercise in order (use --quick for an instructor's rehearsal)
+  guide   print the whole guided lab
+
+Ray is found through --ray-address/--ray-token, else RAY_ADDRESS/RAY_AUTH_TOKEN, else the
+lab's state directory. MinIO (fault) through --minio-endpoint or AWS_ENDPOINT_URL, with
+AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: names,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if name == "guide" {
+				if a.json {
+					return printJSON(a.out, exercise.Specs)
+				}
+				_, err := fmt.Fprint(a.out, exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))))
+				return err
+			}
+			if name != "all" && !slices.Contains(exercise.Names, name) {
+				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
+					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitNotBuilt)
+			}
+			env, closeEnv, err := a.labEnv(cmd.Context(), c, name == "fault" || name == "all")
+			if err != nil {
+				return err
+			}
+			defer closeEnv()
+			rep, done := a.reporter()
+			env.Reporter = rep
+			if name == "all" {
+				recs, err := exercise.All(cmd.Context(), env, o)
+				done()
+				return a.printRecords(recs, err)
+			}
+			rec, err := exercise.Run(cmd.Context(), env, name, o)
+			done()
+			if rec.Exercise == "" {
+				return err
+			}
+			return a.printRecords([]exercise.Record{rec}, err)
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&c.workspace, "workspace", "", "directory submitted as the job's working_dir (default: the lab's workspace in the state dir, created when absent)")
+	fl.StringVar(&c.rayAddress, "ray-address", "", "Ray dashboard URL (default $RAY_ADDRESS, else the lab's)")
+	fl.StringVar(&c.rayToken, "ray-token", "", "Ray auth token (default $RAY_AUTH_TOKEN, else the lab's)")
+	fl.StringVar(&c.minioEndpoint, "minio-endpoint", "", "MinIO S3 endpoint, e.g. http://127.0.0.1:9000 (default $AWS_ENDPOINT_URL, else the lab's)")
+	fl.StringToStringVar(&c.jobEnv, "job-env", nil, "extra environment for the jobs, KEY=VALUE (e.g. MLTRAIN_ACCELERATOR=cpu)")
+	fl.BoolVar(&o.Quick, "quick", false, "a few batches per epoch: a rehearsal, not a real training run")
+	fl.BoolVar(&o.FakeData, "fake-data", false, "train on random images with no pretrained weights (no dataset, no download)")
+	fl.IntVar(&o.Epochs, "epochs", 0, "epochs per run (default train.py's: 20, or 2 with --quick; fault uses 10 with --quick)")
+	fl.Float64Var(&o.CPUs, "cpus", 0, "CPUs each job or training worker asks for, instead of the course's 8 (or 4 for fractional/tune)")
+	fl.DurationVar(&o.Observe, "observe", 30*time.Second, "infeasible: how long to watch the job stay PENDING")
+	fl.BoolVar(&o.Keep, "keep", false, "infeasible: leave the job pending instead of stopping it")
+	fl.IntVar(&o.NumSamples, "num-samples", 0, "tune: number of trials (default 16, or 8 with --quick)")
+	fl.DurationVar(&o.Timeout, "timeout", 0, "longest wait for one job (default 3h, or 30m with --quick)")
+	fl.DurationVar(&o.CheckpointTimeout, "checkpoint-timeout", 15*time.Minute, "fault: longest wait for the first checkpoint in MinIO")
+	fl.DurationVar(&o.Poll, "poll", 2*time.Second, "interval between status polls")
+	_ = fl.MarkHidden("poll")
+	return cmd
+}
+
+func (a *app) printRecords(recs []exercise.Record, err error) error {
+	if a.json {
+		var v any = recs
+		if len(recs) == 1 {
+			v = recs[0]
+		}
+		if perr := printJSON(a.out, v); perr != nil {
+			return perr
+		}
+		return err
+	}
+	for i, r := range recs {
+		if i > 0 {
+			fmt.Fprintln(a.out)
+		}
+		fmt.Fprint(a.out, r.Text())
+	}
+	return err
+}
+
+// labEnv connects the exercises to Ray, MinIO and Docker.
+func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
+	st, stErr := labEnvFromState(a.StateDir())
+	if stErr != nil && !errors.Is(stErr, errLabStateNotFound) {
+		return exercise.Env{}, nil, stErr
+	}
+	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress), st.RayAddress)
+	token, source := c.rayToken, "--ray-token"
+	if token == "" {
+		token, source = os.Getenv(ray.EnvToken), ray.EnvToken
+	}
+	if token == "" && st.RayToken != "" {
+		token, source = st.RayToken, st.Source
+	}
+	rc, err := ray.New(ray.Options{Address: addr, Token: token, TokenSource: source})
+	if err != nil {
+		return exercise.Env{}, nil, err
+	}
+	env := exercise.Env{Ray: rc, Project: a.project, StateDir: a.StateDir(), Workspace: c.workspace, JobEnv: st.JobEnv}
+	if len(c.jobEnv) > 0 {
+		env.JobEnv = map[string]string{}
+		for k, v := range st.JobEnv {
+			env.JobEnv[k] = v
+		}
+		for k, v := range c.jobEnv {
+			env.JobEnv[k] = v
+		}
+	}
+	endpoint := labFirstSet(c.minioEndpoint, os.Getenv("AWS_ENDPOINT_URL"), st.MinIOEndpoint)
+	access := labFirstSet(os.Getenv("AWS_ACCESS_KEY_ID"), st.MinIOAccessKey)
+	secret := labFirstSet(os.Getenv("AWS_SECRET_ACCESS_KEY"), st.MinIOSecretKey)
+	if endpoint != "" && access != "" && secret != "" {
+		sc, err := store.New(store.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret})
+		if err != nil {
+			return exercise.Env{}, nil, err
+		}
+		env.Store = sc
+	}
+	closeFn := func() {}
+	eng, err := a.connect(ctx)
+	switch {
+	case err == nil:
+		env.Engine, closeFn = eng, func() { eng.Close() }
+	case needEngine:
+		return exercise.Env{}, nil, err
+	}
+	// Without the engine the other exercises still run; they only cannot
+	// name the worker containers.
+	return env, closeFn, nil
+}
+
+// labState is what `mltrain up` leaves for the exercises.
+type labState struct {
+	RayAddress     string
+	RayToken       string
+	Source         string // where the token came from, for auth errors
+	MinIOEndpoint  string
+	MinIOAccessKey string
+	MinIOSecretKey string
+	JobEnv         map[string]string // e.g. MLTRAIN_ACCELERATOR=cpu in a CPU rehearsal
+}
+
+var errLabStateNotFound = errors.New("no lab state")
+
+// labEnvFromState reads the Ray and MinIO addresses and credentials that
+// `mltrain up` writes to the state dir.
+//
+// TODO(lead): wire to package lab (<state>/credentials.json and the URLs up
+// records) when it lands; until then only flags and RAY_*/AWS_* variables work.
+func labEnvFromState(stateDir string) (labState, error) {
+	return labState{}, fmt.Errorf("%w in %s", errLabStateNotFound, stateDir)
+}
+
+func labFirstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
