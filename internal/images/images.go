@@ -144,6 +144,35 @@ type Request struct {
 	Build []Spec
 }
 
+// RequestFor sorts the images a plan uses into what to build and what to
+// pull: a ref equal to dockerfiles.Ref(kind, rayVersion) of an embedded
+// image is built, any other is pulled (and must be pinned). Duplicates are
+// dropped. This is the call 'mltrain up' makes with its plan's images.
+func RequestFor(rayVersion string, refs []string) (Request, error) {
+	built := map[string]dockerfiles.Kind{}
+	for _, k := range dockerfiles.Kinds {
+		ref, err := dockerfiles.Ref(k, rayVersion)
+		if err != nil {
+			return Request{}, err
+		}
+		built[ref] = k
+	}
+	var req Request
+	for _, ref := range dedupe(refs) {
+		k, ok := built[ref]
+		if !ok {
+			req.Pull = append(req.Pull, ref)
+			continue
+		}
+		s, err := LabSpec(k, rayVersion)
+		if err != nil {
+			return Request{}, err
+		}
+		req.Build = append(req.Build, s)
+	}
+	return req, nil
+}
+
 // Result says what Ensure did with each image.
 type Result struct {
 	Present  []string `json:"present"` // external images already here

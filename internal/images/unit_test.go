@@ -289,3 +289,19 @@ func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
 	assert.Empty(t, f.CallsOf("build"))
 	assert.Empty(t, f.CallsOf("pull"))
 }
+
+func TestRequestForSplitsBuildsFromPulls(t *testing.T) {
+	cuda, err := dockerfiles.Ref(dockerfiles.RayCUDA, "2.54.0")
+	require.NoError(t, err)
+	jup, err := dockerfiles.Ref(dockerfiles.JupyterRay, "2.54.0")
+	require.NoError(t, err)
+	old, err := dockerfiles.Ref(dockerfiles.RayCUDA, "2.53.0")
+	require.NoError(t, err)
+	req, err := RequestFor("2.54.0", []string{"rayproject/ray:2.54.0-py312", cuda, cuda, jup, "minio/minio:RELEASE.2025-09-07T16-13-09Z", old})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"rayproject/ray:2.54.0-py312", "minio/minio:RELEASE.2025-09-07T16-13-09Z", old}, req.Pull,
+		"a build for another Ray version is not ours to build: it must come from elsewhere")
+	require.Len(t, req.Build, 2)
+	assert.Equal(t, cuda, req.Build[0].Ref)
+	assert.Equal(t, dockerfiles.JupyterRay, req.Build[1].Kind)
+}
