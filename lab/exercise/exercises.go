@@ -282,14 +282,13 @@ func runFractional(ctx context.Context, r *runner) error {
 			last = jr.End
 		}
 	}
-	names := map[string]string{}
+	var ips []string
+	for _, i := range idx {
+		ips = append(ips, r.rec.Jobs[i].NodeIPs...)
+	}
+	names := workerNames(ctx, r.env.Engine, r.env.Project, ips)
 	for _, i := range idx {
 		jr := r.rec.Jobs[i]
-		for k, ip := range jr.NodeIPs {
-			if k < len(jr.Containers) {
-				names[ip] = jr.Containers[k]
-			}
-		}
 		ws := EventsOf(r.events[i], "worker")
 		if len(ws) == 0 {
 			r.problem("job %s reported no training worker: cannot tell which GPU ran it", jr.SubmissionID)
