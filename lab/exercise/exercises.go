@@ -427,12 +427,13 @@ func runFault(ctx context.Context, r *runner) error {
 	// 5. Ray should restart training elsewhere from the checkpoint.
 	r.say("waiting for Ray Train to resume from a checkpoint")
 	var resume Event
+	var seenAt time.Time
 	rctx, rcancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer rcancel()
 	err = r.poll(rctx, i, func(events []Event) (bool, error) {
 		for _, e := range EventsOf(events, "resume") {
 			if !e.At().Before(obs.StoppedAt.Add(-2 * time.Second)) {
-				resume = e
+				resume, seenAt = e, r.env.Now()
 				return true, nil
 			}
 		}
@@ -446,7 +447,12 @@ func runFault(ctx context.Context, r *runner) error {
 	if rc, err := WorkerByIP(ctx, r.env.Engine, r.env.Project, resume.NodeIP); err == nil {
 		obs.ResumedContainer = rc.Name
 	}
+	// The worker's own timestamp is the precise one; if clocks disagree,
+	// fall back to when the log line was seen.
 	obs.RecoverySeconds = resume.At().Sub(obs.StoppedAt).Seconds()
+	if obs.RecoverySeconds < 0 {
+		obs.RecoverySeconds = seenAt.Sub(obs.StoppedAt).Seconds()
+	}
 	r.say("resumed on %s from %s after %.0fs", resume.NodeIP, obs.ResumedFrom, obs.RecoverySeconds)
 	// 6. The job must finish.
 	if _, err := r.wait(ctx, i); err != nil {
