@@ -1,17 +1,51 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 func (a *app) workerCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "worker stop|start N",
-		Short: "Stop or start one Ray worker (fault-tolerance exercise)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.NotBuilt(cmd.Name(), "issue #4")
-		},
+		Short: "Stop or start one Ray worker (0-based, as ray-worker-N)",
+		Long: `worker stop N stops ray-worker-N gracefully, as the fault-tolerance exercise's
+'docker stop ray-worker-N' does; worker start N starts it again and waits until
+it is healthy and has rejoined the cluster.`,
+		Args: cobra.ExactArgs(2),
 	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 0 {
+			return clierr.WithCode(clierr.Hintf("e.g. 'mltrain worker stop 1'", "worker index %q is not a number >= 0", args[1]), clierr.ExitNotBuilt)
+		}
+		eng, err := a.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		var name string
+		switch args[0] {
+		case "stop":
+			name, err = lifecycle.StopWorker(cmd.Context(), eng, a.project, n)
+		case "start":
+			name, err = lifecycle.StartWorker(cmd.Context(), eng, a.project, n)
+		default:
+			return clierr.WithCode(clierr.Hintf("use 'mltrain worker stop N' or 'mltrain worker start N'", "unknown worker action %q", args[0]), clierr.ExitNotBuilt)
+		}
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return printJSON(a.out, map[string]string{"worker": name, "action": args[0]})
+		}
+		fmt.Fprintf(a.out, "%s: %sed\n", name, map[string]string{"stop": "stopp", "start": "start"}[args[0]])
+		return nil
+	}
+	return cmd
 }

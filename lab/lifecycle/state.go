@@ -46,9 +46,15 @@ type State struct {
 }
 
 // MakeURLs builds the browser URLs from the plan's address and ports.
+// Ports published on one specific address (--bind 127.0.0.1) are reached
+// there, whatever the host's public address is.
 func MakeURLs(p lab.Plan) URLs {
+	host := p.HostIP
+	if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {
+		host = p.Bind
+	}
 	u := func(name string) string {
-		return "http://" + net.JoinHostPort(p.HostIP, strconv.Itoa(p.Ports[name]))
+		return "http://" + net.JoinHostPort(host, strconv.Itoa(p.Ports[name]))
 	}
 	return URLs{
 		RayDashboard: u(lab.PortDashboard), Grafana: u(lab.PortGrafana),

@@ -137,6 +137,14 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.False(t, res.BucketMade)
 	assert.Equal(t, first, s.ids())
 
+	// A stopped worker is started again by up, not recreated.
+	require.NoError(t, s.eng.ContainerStop(ctx, first["ray-worker-0"], 2*time.Second))
+	res, err = s.up(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ray-worker-0"}, res.Apply.Started)
+	assert.Empty(t, res.Apply.Recreated)
+	assert.Equal(t, first, s.ids())
+
 	// A user override changing one worker recreates only that worker.
 	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, "compose.override.yaml"),
 		[]byte("services:\n  ray-worker-1:\n    environment:\n      EXTRA_SETTING: \"1\"\n"), 0o644))
@@ -279,7 +287,7 @@ func TestUpNamesTheHolderOfATakenPort(t *testing.T) {
 	port := s.opts.Lab.Ports[lab.PortGrafana]
 	p := network.MustParsePort("3000/tcp")
 	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: holder,
-		Config: &container.Config{Image: sleeper, Labels: map[string]string{dockertest.TestLabel: "1"}, ExposedPorts: network.PortSet{p: {}}},
+		Config:     &container.Config{Image: sleeper, Labels: map[string]string{dockertest.TestLabel: "1"}, ExposedPorts: network.PortSet{p: {}}},
 		HostConfig: &container.HostConfig{PortBindings: network.PortMap{p: {{HostPort: itoa(port)}}}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.eng.ContainerRemove(context.Background(), id, true) })

@@ -1,0 +1,24 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/mltrain/mltrain/lab"
+)
+
+func TestURLsAndProbes(t *testing.T) {
+	p := lab.Plan{HostIP: "129.114.27.10", Bind: "0.0.0.0", Ports: lab.DefaultPorts}
+	u := MakeURLs(p)
+	assert.Equal(t, "http://129.114.27.10:8265", u.RayDashboard)
+	assert.Equal(t, "http://129.114.27.10:8888/lab", u.Jupyter)
+	pr := probeAddrs(p)
+	assert.Equal(t, "http://127.0.0.1:8265", pr.Ray, "mltrain probes through loopback")
+	assert.Equal(t, "http://127.0.0.1:9000", pr.MinIO)
+
+	p.Bind = "10.0.0.5"
+	assert.Equal(t, "http://10.0.0.5:3000", MakeURLs(p).Grafana, "ports bound to one address are reached there")
+	assert.Equal(t, "http://10.0.0.5:3000", probeAddrs(p).Grafana)
+	assert.Equal(t, "http://127.0.0.1:9090", probeAddrs(p).Prometheus, "loopback-only ports stay on loopback")
+}
