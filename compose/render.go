@@ -179,6 +179,9 @@ func (r renderer) rayEnv(s *types.ServiceConfig) {
 		"AWS_ACCESS_KEY_ID", c.MinIOAccessKey,
 		"AWS_SECRET_ACCESS_KEY", c.MinIOSecretKey,
 		"AWS_DEFAULT_REGION", s3Region,
+		// Drivers run on the head: it must pick the workers' backend
+		// (gloo on CPU rehearsal, not NCCL) the same way train.py does there.
+		"MLTRAIN_ACCELERATOR", r.p.Accelerator,
 	)
 }
 

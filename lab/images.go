@@ -7,21 +7,17 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 )
 
-// PythonTag is the rayproject/ray tag suffix matching the Python of
-// mltrain's worker and Jupyter images (dockerfiles/Dockerfile.*).
-const PythonTag = "py312"
-
 // DefaultImage is the image a role runs unless Options.Images replaces it.
 // Workers get the CUDA image on NVIDIA hosts and in CPU rehearsal (its
 // PyTorch runs on CPU too), the ROCm image on AMD hosts.
 func DefaultImage(r Role, rayVersion string, vendor gpu.Vendor) (string, error) {
 	switch r {
-	case RoleHead:
-		// Same Python as the workers and Jupyter (their Dockerfiles pin
-		// -py312): Ray refuses nodes and drivers of another Python, and
-		// rayproject/ray's untagged default is 3.10.
-		return "rayproject/ray:" + rayVersion + "-" + PythonTag, nil
-	case RoleWorker:
+	case RoleHead, RoleWorker:
+		// The head runs the workers' image: job drivers run on the head
+		// (so stopping a worker in the fault exercise never kills them),
+		// and a Ray Train / Tune driver imports torch and lightning, which
+		// rayproject/ray lacks. One image also means one Python and one Ray
+		// on every node. The head gets no GPU whatever its image.
 		if vendor == gpu.AMD {
 			return dockerfiles.Ref(dockerfiles.RayROCm, rayVersion)
 		}

@@ -57,7 +57,7 @@ func TestStandardModeOneWorkerPerGPU(t *testing.T) {
 	assert.Empty(t, p.Warnings)
 	cuda, _ := dockerfiles.Ref(dockerfiles.RayCUDA, DefaultRayVersion)
 	assert.Equal(t, cuda, p.Images[RoleWorker])
-	assert.Equal(t, "rayproject/ray:2.54.0-py312", p.Images[RoleHead])
+	assert.Equal(t, cuda, p.Images[RoleHead], "the head runs the workers' image: drivers need torch")
 	for _, r := range Roles {
 		assert.NotEmpty(t, p.Images[r], r)
 		assert.NotContains(t, p.Images[r], ":latest", r)
@@ -209,7 +209,7 @@ func TestOverrides(t *testing.T) {
 	assert.Equal(t, "local/minio-standin:test", p.Images[RoleMinIO])
 	assert.Equal(t, []string{"CMD", "/standin", "health"}, p.Healthchecks[RoleMinIO])
 	assert.Equal(t, DefaultHealthcheck(RoleHead), p.Healthchecks[RoleHead])
-	assert.Equal(t, "rayproject/ray:2.55.1-py312", p.Images[RoleHead])
+	assert.Equal(t, p.Images[RoleWorker], p.Images[RoleHead])
 	assert.Equal(t, 18265, p.Ports[PortDashboard])
 	assert.Equal(t, 3000, p.Ports[PortGrafana])
 	assert.Equal(t, "food11-copy", p.DataVolume)

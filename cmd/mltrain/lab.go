@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +16,9 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // labConn is where the exercises find Ray and MinIO: flags, then Ray's and
@@ -183,13 +187,29 @@ type labState struct {
 
 var errLabStateNotFound = errors.New("no lab state")
 
-// labEnvFromState reads the Ray and MinIO addresses and credentials that
-// `mltrain up` writes to the state dir.
-//
-// TODO(lead): wire to package lab (<state>/credentials.json and the URLs up
-// records) when it lands; until then only flags and RAY_*/AWS_* variables work.
+// labEnvFromState reads the Ray and MinIO addresses (state.json) and
+// credentials (credentials.json) that `mltrain up` keeps in the state dir.
 func labEnvFromState(stateDir string) (labState, error) {
-	return labState{}, fmt.Errorf("%w in %s", errLabStateNotFound, stateDir)
+	st, err := lifecycle.LoadState(stateDir)
+	if err != nil {
+		if _, statErr := os.Stat(filepath.Join(stateDir, lifecycle.StateFile)); errors.Is(statErr, fs.ErrNotExist) {
+			return labState{}, fmt.Errorf("%w in %s", errLabStateNotFound, stateDir)
+		}
+		return labState{}, err
+	}
+	creds, err := lab.LoadOrCreateCredentials(stateDir)
+	if err != nil {
+		return labState{}, err
+	}
+	out := labState{
+		RayAddress: st.Probes.Ray, RayToken: creds.RayAuthToken, Source: filepath.Join(stateDir, lab.CredentialsFile),
+		MinIOEndpoint: st.Probes.MinIO, MinIOAccessKey: creds.MinIOAccessKey, MinIOSecretKey: creds.MinIOSecretKey,
+	}
+	if st.Plan.Mode == lab.ModeCPU {
+		// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
+		out.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
+	}
+	return out, nil
 }
 
 func labFirstSet(vs ...string) string {

@@ -22,7 +22,7 @@ type labFlags struct {
 }
 
 var imageHelp = map[lab.Role]string{
-	lab.RoleHead:       "Ray head image (default rayproject/ray:<ray-version>-" + lab.PythonTag + ")",
+	lab.RoleHead:       "Ray head image (default: the worker image; job drivers run on the head and need torch)",
 	lab.RoleWorker:     "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
 	lab.RoleJupyter:    "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
 	lab.RoleMinIO:      "MinIO image (default " + lab.MinIOImage + ")",
