@@ -98,6 +98,11 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		progress.Note(o.Reporter, fmt.Sprintf("cached %s has sha256 %s, not the pinned %s: downloading again", final, short(d), short(o.SHA256)))
 		os.Remove(final)
 		os.Remove(digestFile)
+	} else if _, err := os.Stat(final); err == nil {
+		// Killed between the rename and the digest file: check it by resuming.
+		if _, err := os.Stat(part); os.IsNotExist(err) {
+			_ = os.Rename(final, part)
+		}
 	}
 
 	step := "download " + o.URL

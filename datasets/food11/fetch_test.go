@@ -253,3 +253,21 @@ func TestFetchRejectsHTMLAndBadPin(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--sha256")
 }
+
+func TestFetchCompleteFileWithoutDigestIsCheckedNotRedownloaded(t *testing.T) {
+	body, sum := payload(1 << 20)
+	fs := &fileServer{body: body}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	o := fastOpts(srv.URL+"/z.zip", t.TempDir())
+	f0, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+	// Killed after the rename, before the digest file was written.
+	require.NoError(t, os.Remove(f0.Path+".sha256"))
+	f, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+	assert.Equal(t, sum, f.SHA256)
+	reqs := fs.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "bytes="+strconv.Itoa(len(body))+"-", reqs[1], "only asks whether there is more")
+}

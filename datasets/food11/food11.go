@@ -6,6 +6,16 @@
 // The volume never carries the manifest (Food-11/.mltrain-manifest.json)
 // unless the load it describes completed: the manifest is written in its own
 // copy after the data copy succeeded, so "has a manifest" means "complete".
+//
+// Why no staging folder renamed into place: the engine API has no rename,
+// and the helper container is never started (no image from a registry, no
+// shell), so a move would mean copying the tree out and back in, twice the
+// I/O. Instead the load writes Food-11 directly, manifest last; a Food-11
+// without a manifest is "not loaded"; a re-run finds it and empties the
+// volume by removing and recreating it (mltrain's dataset volumes hold only
+// the dataset; a volume mltrain did not create needs --force) before loading
+// again. The engine refuses to remove a volume a container mounts, so a
+// rebuild never pulls the data from under a running worker.
 package food11
 
 import (

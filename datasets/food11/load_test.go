@@ -99,10 +99,7 @@ func (e *testEnv) listBack(t *testing.T) map[string]string {
 // manifest reads the volume's manifest (nil when absent).
 func (e *testEnv) manifest(t *testing.T) *Manifest {
 	t.Helper()
-	h, err := openHelper(context.Background(), e.eng, e.volume, e.image, e.labels, false)
-	require.NoError(t, err)
-	defer h.close()
-	m, err := h.readManifest(context.Background())
+	m, err := ReadManifest(context.Background(), e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels})
 	require.NoError(t, err)
 	return m
 }

@@ -209,3 +209,19 @@ func placeOf(rel string) (string, int) {
 	}
 	return parts[0], cc
 }
+
+// ReadManifest returns the volume's manifest without listing the images: a
+// cheap "is the dataset loaded" for up, status and doctor. It is nil (and
+// no error) when the volume exists without one; an absent volume is an
+// error docker.IsNotFound recognises.
+func ReadManifest(ctx context.Context, eng docker.Engine, o VerifyOptions) (*Manifest, error) {
+	if o.Volume == "" {
+		o.Volume = DefaultVolume
+	}
+	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, false)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	return h.readManifest(ctx)
+}

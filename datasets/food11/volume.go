@@ -228,11 +228,14 @@ func (h *helper) readManifest(ctx context.Context) (*Manifest, error) {
 
 // writeManifest puts the manifest into the volume; it is the load's last step.
 func (h *helper) writeManifest(ctx context.Context, m Manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // the layout string has <split>; keep it readable
+	if err := enc.Encode(m); err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	b := js.Bytes()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Join(Root, ManifestName), Mode: 0o644, Size: int64(len(b)), ModTime: time.Now()}); err != nil {
