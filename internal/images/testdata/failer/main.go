@@ -5,12 +5,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 func main() {
 	for i := 1; i <= 30; i++ {
 		fmt.Printf("failer line %d\n", i)
 	}
+	// stdout and stderr reach the build output through separate copies; a
+	// pause keeps the stderr line last, where the test looks for it.
+	time.Sleep(300 * time.Millisecond)
 	fmt.Fprintln(os.Stderr, "failer: giving up")
 	os.Exit(3)
 }
