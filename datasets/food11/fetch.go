@@ -125,6 +125,13 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 			err = fmt.Errorf("download %s failed after %d attempt%s: %w", o.URL, attempt, plural(attempt, "", "s"), err)
 		}
 		progress.Failed(o.Reporter, step, err)
+		if fi, serr := os.Stat(part); serr == nil && fi.Size() == 0 {
+			os.Remove(part)
+		}
+		var he *HTTPError
+		if errors.As(err, &he) && he.Code < 500 {
+			return out, clierr.WithHint(err, "check the URL, pass another mirror with --url, or a local copy with --zip PATH")
+		}
 		return out, clierr.WithHint(err, "run 'mltrain data food11' again to resume, pass another mirror with --url, or a local copy with --zip PATH")
 	}
 	d, err := HashFile(ctx, part, o.Reporter)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -167,6 +168,7 @@ func TestFetch404IsNotRetried(t *testing.T) {
 	assert.Equal(t, 404, he.Code)
 	assert.Contains(t, err.Error(), "/gone.zip")
 	assert.Contains(t, err.Error(), "after 1 attempt:")
+	assert.Contains(t, clierr.Hint(err), "check the URL")
 }
 
 func TestFetchRetries5xx(t *testing.T) {
