@@ -1,0 +1,98 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// services are the plan's services in the order of the report.
+func services(p lab.Plan) []string {
+	s := []string{lab.HeadService}
+	for _, w := range p.Workers {
+		s = append(s, w.Service)
+	}
+	return append(s, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService)
+}
+
+func containerSpecs(p lab.Plan) []spec {
+	var out []spec
+	for _, svc := range services(p) {
+		out = append(out, spec{id: GroupContainers + "." + svc, group: GroupContainers,
+			title: svc + " is running and healthy",
+			run:   func(ctx context.Context, e *env) outcome { return checkContainer(e, svc) }})
+	}
+	return out
+}
+
+func (e *env) readContainers(ctx context.Context) (map[string]docker.ContainerDetails, error) {
+	if e.d.Engine == nil {
+		return nil, fmt.Errorf("no Docker engine configured")
+	}
+	list, err := e.d.Engine.ContainerList(ctx, map[string]string{compose.LabelProject: e.d.State.Project})
+	if err != nil {
+		return nil, fmt.Errorf("list the lab's containers: %w", err)
+	}
+	out := map[string]docker.ContainerDetails{}
+	for _, c := range list {
+		d, err := e.d.Engine.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("inspect container %s: %w", c.Name, err)
+		}
+		out[c.Labels[compose.LabelService]] = d
+	}
+	return out, nil
+}
+
+// startFix is how to get a service running again.
+func startFix(p lab.Plan, svc string) string {
+	for _, w := range p.Workers {
+		if w.Service == svc {
+			return fmt.Sprintf("mltrain worker start %d", w.Index)
+		}
+	}
+	return "mltrain up"
+}
+
+func checkContainer(e *env, svc string) outcome {
+	cs, err := e.containers()
+	if err != nil {
+		return failErr(err, "mltrain doctor")
+	}
+	d, ok := cs[svc]
+	if !ok {
+		return fail("mltrain up", "lab %q has no %s container", e.d.State.Project, svc)
+	}
+	switch {
+	case !d.Running:
+		why := d.State
+		if d.ExitCode != 0 {
+			why += fmt.Sprintf(" with code %d", d.ExitCode)
+		}
+		if d.OOMKilled {
+			why += " (killed: out of memory)"
+		}
+		return fail(startFix(e.plan, svc)+" (logs: 'mltrain logs "+svc+"')", "container %s is %s", d.Name, why)
+	case d.Health == "unhealthy":
+		return fail("mltrain logs "+svc+", then mltrain up", "container %s is running but its healthcheck fails (unhealthy)", d.Name)
+	case d.Health == "starting":
+		return fail("wait until 'mltrain status' shows it healthy, then run 'mltrain verify' again",
+			"container %s is running but not healthy yet (health: starting)", d.Name)
+	}
+	health := d.Health
+	if health == "" {
+		health = "no healthcheck"
+	}
+	return pass("container %s running, %s, image %s", d.Name, health, shortImage(d.Image))
+}
+
+func shortImage(img string) string {
+	if i := strings.LastIndex(img, "/"); i >= 0 && strings.Count(img, "/") > 1 {
+		return img[i+1:]
+	}
+	return img
+}

@@ -1,0 +1,63 @@
+package verify
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/lab"
+)
+
+func jupyterSpecs() []spec {
+	return []spec{
+		{id: "jupyter.api", group: GroupJupyter, title: "Jupyter answers with the lab's token", run: checkJupyterAPI},
+		{id: "jupyter.ray-address", group: GroupJupyter, title: "RAY_ADDRESS and the Ray token are set in Jupyter", run: checkJupyterEnv},
+	}
+}
+
+func checkJupyterAPI(ctx context.Context, e *env) outcome {
+	u := strings.TrimRight(e.d.State.Probes.Jupyter, "/") + "/api"
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := e.getJSON(ctx, u, http.Header{"Authorization": {"token " + e.d.Creds.JupyterToken}}, &v); err != nil {
+		return failErr(err, "mltrain logs jupyter")
+	}
+	if v.Version == "" {
+		return fail("mltrain logs jupyter", "GET %s answered without a Jupyter server version", u)
+	}
+	return pass("Jupyter Server %s answers at %s (students open %s)", v.Version, u, e.d.State.URLs.Jupyter)
+}
+
+func checkJupyterEnv(ctx context.Context, e *env) outcome {
+	cs, err := e.containers()
+	if err != nil {
+		return failErr(err, "mltrain doctor")
+	}
+	d, ok := cs[lab.JupyterService]
+	if !ok {
+		return fail("mltrain up", "lab %q has no jupyter container", e.d.State.Project)
+	}
+	const fix = "remove the override of RAY_ADDRESS/RAY_AUTH_TOKEN from compose.override.yaml, then mltrain up"
+	addr, ok := envValue(d.Env, ray.EnvAddress)
+	if !ok || addr == "" {
+		return fail(fix, "container %s has no %s: notebooks cannot find the cluster", d.Name, ray.EnvAddress)
+	}
+	u, err := ray.ParseAddress(addr)
+	if err != nil {
+		return fail(fix, "container %s has %s=%q: %v", d.Name, ray.EnvAddress, addr, err)
+	}
+	if h := u.Hostname(); h != lab.HeadService && h != e.plan.Head.Container {
+		return fail(fix, "container %s has %s=%s, which is not the lab's head (%s)", d.Name, ray.EnvAddress, addr, lab.HeadService)
+	}
+	tok, _ := envValue(d.Env, ray.EnvToken)
+	if tok != e.d.Creds.RayAuthToken {
+		what := "is not set"
+		if tok != "" {
+			what = "is not the lab's token"
+		}
+		return fail(fix, "container %s has %s=%s, but %s %s: job submissions would get 401/403", d.Name, ray.EnvAddress, addr, ray.EnvToken, what)
+	}
+	return pass("container %s: %s=%s, %s is the lab's token", d.Name, ray.EnvAddress, addr, ray.EnvToken)
+}

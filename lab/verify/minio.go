@@ -1,0 +1,117 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab"
+)
+
+func minioSpecs() []spec {
+	return []spec{
+		{id: "minio.bucket", group: GroupMinIO, title: "MinIO has the bucket 'ray' for checkpoints", run: checkBucket},
+		{id: "minio.credentials", group: GroupMinIO, title: "MinIO does not use the course's default credentials", run: checkMinIOCreds},
+	}
+}
+
+// DefaultCredentials are the pairs a course or MinIO itself ships with;
+// a lab accepting any of them is open to anyone on the network.
+var DefaultCredentials = [][2]string{
+	{"your-access-key", "your-secret-key"},
+	{"minioadmin", "minioadmin"},
+}
+
+// probePrefix lists nothing in a real bucket: the listing only proves the
+// bucket exists and the credentials are accepted, whatever the bucket holds.
+const probePrefix = ".mltrain-verify-probe/"
+
+func s3Code(err error) string {
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		return er.Code
+	}
+	return ""
+}
+
+func checkBucket(ctx context.Context, e *env) outcome {
+	if e.d.MinIO == nil {
+		return fail("report this as an mltrain bug", "no MinIO client configured")
+	}
+	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
+	if err != nil {
+		return failErr(err, "mltrain up")
+	}
+	_, err = s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix)
+	switch {
+	case err == nil:
+		return pass("bucket %q exists on %s (listed with the lab's credentials)", store.DefaultBucket, e.d.State.Probes.MinIO)
+	case s3Code(err) == "NoSuchBucket":
+		return fail("mltrain up (it creates the bucket)", "MinIO at %s has no bucket %q: Ray Train cannot store checkpoints", e.d.State.Probes.MinIO, store.DefaultBucket)
+	}
+	return failErr(err, "mltrain status")
+}
+
+func isDefault(user, pass string) bool {
+	for _, d := range DefaultCredentials {
+		if user == d[0] || pass == d[1] {
+			return true
+		}
+	}
+	return false
+}
+
+func envValue(env []string, key string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func checkMinIOCreds(ctx context.Context, e *env) outcome {
+	if e.d.MinIO == nil {
+		return fail("report this as an mltrain bug", "no MinIO client configured")
+	}
+	const fix = "remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then mltrain up (the lab's random credentials are in credentials.json)"
+	c := e.d.Creds
+	if isDefault(c.MinIOAccessKey, c.MinIOSecretKey) {
+		return fail("delete the state dir's credentials.json and run 'mltrain down --volumes && mltrain up' to generate new ones",
+			"the lab's credentials file holds a default MinIO key (%q)", c.MinIOAccessKey)
+	}
+	var evidence []string
+	if cs, err := e.containers(); err == nil {
+		if d, ok := cs[lab.MinIOService]; ok {
+			user, _ := envValue(d.Env, "MINIO_ROOT_USER")
+			pw, _ := envValue(d.Env, "MINIO_ROOT_PASSWORD")
+			if isDefault(user, pw) {
+				return fail(fix, "container %s runs with a default MinIO root user %q", d.Name, user)
+			}
+			if user != c.MinIOAccessKey {
+				return fail(fix, "container %s runs with root user %q, not the lab's generated key", d.Name, user)
+			}
+			evidence = append(evidence, "container root user is the lab's generated key")
+		}
+	}
+	for _, pair := range DefaultCredentials {
+		s, err := e.d.MinIO(pair[0], pair[1])
+		if err != nil {
+			return failErr(err, "mltrain status")
+		}
+		_, err = s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix)
+		switch code := s3Code(err); {
+		case err == nil || code == "NoSuchBucket":
+			return fail(fix, "MinIO at %s accepts the default credentials %s/%s", e.d.State.Probes.MinIO, pair[0], pair[1])
+		case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied":
+			evidence = append(evidence, fmt.Sprintf("%s/%s refused (%s)", pair[0], pair[1], code))
+		default:
+			return failErr(fmt.Errorf("probing MinIO with the default credentials: %w", err), "mltrain status")
+		}
+	}
+	return pass("%s", strings.Join(evidence, "; "))
+}
