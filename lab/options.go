@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
@@ -32,7 +33,7 @@ var Roles = []Role{RoleHead, RoleWorker, RoleMinIO, RolePrometheus, RoleGrafana,
 
 // Pinned third-party images (never "latest": a lab must be reproducible).
 const (
-	DefaultRayVersion = "2.54.0"
+	DefaultRayVersion = dockerfiles.DefaultRayVersion // the Dockerfiles' ARG default
 	MinIOImage        = "minio/minio:RELEASE.2025-09-07T16-13-09Z"
 	PrometheusImage   = "prom/prometheus:v3.5.0"
 	GrafanaImage      = "grafana/grafana:12.1.1"

@@ -16,7 +16,6 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
@@ -118,7 +117,15 @@ func Up(ctx context.Context, d Deps, o UpOptions) (UpResult, error) {
 		return res, err
 	}
 
-	imgRes, err := images.Ensure(ctx, d.Engine, imageRequest(project, plan), o.Images, rep)
+	var refs []string
+	for _, name := range project.ServiceNames() {
+		refs = append(refs, project.Services[name].Image)
+	}
+	req, err := images.RequestFor(plan.RayVersion, refs)
+	if err != nil {
+		return res, err
+	}
+	imgRes, err := images.Ensure(ctx, d.Engine, req, o.Images, rep)
 	res.Images = imgRes
 	if err != nil {
 		return res, err
@@ -156,16 +163,9 @@ func Up(ctx context.Context, d Deps, o UpOptions) (UpResult, error) {
 
 	res.URLs = MakeURLs(plan)
 	probes := probeAddrs(plan)
-	rc, err := ray.New(ray.Options{Address: probes.Ray, Token: creds.RayAuthToken, TokenSource: credsPath(o.StateDir)})
+	checks, err := readyChecks(plan, creds, o.StateDir)
 	if err != nil {
 		return fail(err)
-	}
-	checks := []ready.Check{
-		ready.RayCluster(rc, len(plan.Workers), expectedGPUs(plan)),
-		ready.HTTP("minio", probes.MinIO+"/minio/health/ready", nil),
-		ready.HTTP("grafana", probes.Grafana+"/api/health", nil),
-		ready.HTTP("prometheus", probes.Prometheus+"/-/ready", nil),
-		ready.HTTP("jupyter", probes.Jupyter+"/api", http.Header{"Authorization": {"token " + creds.JupyterToken}}),
 	}
 	if err := ready.Wait(ctx, d.Engine, project.Name, checks, o.Timeout, rep); err != nil {
 		return fail(err)
@@ -186,6 +186,23 @@ func Up(ctx context.Context, d Deps, o UpOptions) (UpResult, error) {
 	return res, nil
 }
 
+// readyChecks are the probes that prove the lab ready: Ray sees the head and
+// every worker with its GPU (with the token), and every service answers.
+func readyChecks(plan lab.Plan, creds lab.Credentials, stateDir string) ([]ready.Check, error) {
+	probes := probeAddrs(plan)
+	rc, err := ray.New(ray.Options{Address: probes.Ray, Token: creds.RayAuthToken, TokenSource: credsPath(stateDir)})
+	if err != nil {
+		return nil, err
+	}
+	return []ready.Check{
+		ready.RayCluster(rc, len(plan.Workers), expectedGPUs(plan)),
+		ready.HTTP("minio", probes.MinIO+"/minio/health/ready", nil),
+		ready.HTTP("grafana", probes.Grafana+"/api/health", nil),
+		ready.HTTP("prometheus", probes.Prometheus+"/-/ready", nil),
+		ready.HTTP("jupyter", probes.Jupyter+"/api", http.Header{"Authorization": {"token " + creds.JupyterToken}}),
+	}, nil
+}
+
 func credsPath(stateDir string) string { return filepath.Join(stateDir, lab.CredentialsFile) }
 
 func workspaceDir(stateDir string, p lab.Plan) string {
@@ -199,32 +216,6 @@ func expectedGPUs(p lab.Plan) float64 {
 	// Every worker advertises one GPU: its own, its half of a shared one (as
 	// one logical GPU each), or a logical one in CPU rehearsal.
 	return float64(len(p.Workers))
-}
-
-// imageRequest splits the project's images into the ones mltrain builds
-// (content-addressed lab images) and the ones it pulls.
-func imageRequest(p *types.Project, plan lab.Plan) images.Request {
-	buildable := map[string]images.Spec{}
-	for _, k := range dockerfiles.Kinds {
-		if s, err := images.LabSpec(k, plan.RayVersion); err == nil {
-			buildable[s.Ref] = s
-		}
-	}
-	var req images.Request
-	seen := map[string]bool{}
-	for _, name := range p.ServiceNames() {
-		img := p.Services[name].Image
-		if seen[img] {
-			continue
-		}
-		seen[img] = true
-		if s, ok := buildable[img]; ok {
-			req.Build = append(req.Build, s)
-		} else {
-			req.Pull = append(req.Pull, img)
-		}
-	}
-	return req
 }
 
 // ensureDataVolume makes sure the dataset volume exists (it is external to

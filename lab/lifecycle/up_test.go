@@ -29,7 +29,7 @@ import (
 )
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	var ports []int
 	var ls []net.Listener
 	for i := 0; i < n; i++ {
@@ -45,7 +45,7 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 type standinLab struct {
-	t        *testing.T
+	t        testing.TB
 	eng      docker.Engine
 	opts     UpOptions
 	project  string
@@ -54,7 +54,7 @@ type standinLab struct {
 
 // newStandinLab prepares a CPU-rehearsal lab of stand-ins (real MinIO) on
 // free loopback ports, removed (volumes too) when the test ends.
-func newStandinLab(t *testing.T) *standinLab {
+func newStandinLab(t testing.TB) *standinLab {
 	eng := dockertest.Engine(t)
 	imgs := testlab.BuildImages(t, eng)
 	project := strings.ReplaceAll(dockertest.UniqueName(t, "mlt"), "_", "-")

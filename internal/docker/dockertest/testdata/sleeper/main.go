@@ -1,5 +1,5 @@
 // sleeper is a test stand-in: it prints a line, answers "health" as an exec
-// command with exit 0, exits with $EXIT_CODE after $EXIT_AFTER if set, and
+// command with exit 0 ("fail" with exit 1), exits with $EXIT_CODE after $EXIT_AFTER if set, and
 // otherwise waits for SIGTERM.
 package main
 
@@ -17,6 +17,8 @@ func main() {
 		switch os.Args[1] {
 		case "health":
 			os.Exit(0)
+		case "fail": // a healthcheck that never passes
+			os.Exit(1)
 		case "echo":
 			fmt.Println(os.Args[2:])
 			os.Exit(0)
