@@ -16,6 +16,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
@@ -219,15 +220,18 @@ func expectedGPUs(p lab.Plan) float64 {
 }
 
 // ensureDataVolume makes sure the dataset volume exists (it is external to
-// the project so `down --volumes` never takes the dataset) and says how to
-// fill it when it is new.
+// the project so `down --volumes` never takes the dataset) and warns, with
+// the command to run, when Food-11 is not loaded in it yet.
 func ensureDataVolume(ctx context.Context, eng docker.Engine, p lab.Plan, rep progress.Reporter) error {
-	created, err := eng.VolumeEnsure(ctx, p.DataVolume, map[string]string{"mltrain.dataset": "food11"})
-	if err != nil {
+	if _, err := eng.VolumeEnsure(ctx, p.DataVolume, map[string]string{food11.LabelDataset: "food11"}); err != nil {
 		return err
 	}
-	if created {
-		progress.Warning(rep, fmt.Sprintf("volume %s was empty and has been created; run 'mltrain data food11' to load the dataset before training", p.DataVolume))
+	m, err := food11.ReadManifest(ctx, eng, food11.VerifyOptions{Volume: p.DataVolume})
+	if err != nil {
+		return fmt.Errorf("check dataset volume %s: %w", p.DataVolume, err)
+	}
+	if m == nil {
+		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run 'mltrain data food11 --volume %s' before training", p.DataVolume, p.DataVolume))
 	}
 	return nil
 }

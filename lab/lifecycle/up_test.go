@@ -112,6 +112,7 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.Len(t, res.Apply.Created, 7, "head, 2 workers, minio, prometheus, grafana, jupyter")
 	assert.True(t, res.BucketMade, "the ray bucket was made in the real MinIO")
 	assert.True(t, rec.Has("ready ray", progress.Done))
+	assert.True(t, warned(&rec, "holds no Food-11 dataset yet"), "up says the dataset is not loaded")
 	assert.Contains(t, res.URLs.RayDashboard, "127.0.0.1:")
 	first := s.ids()
 	require.Len(t, first, 7)
@@ -199,6 +200,15 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.Empty(t, vols)
 	_, err = s.eng.VolumeInspect(ctx, s.project+"-food11")
 	assert.NoError(t, err, "the dataset volume survives down --volumes")
+}
+
+func warned(rec *progress.Recorder, text string) bool {
+	for _, e := range rec.Events() {
+		if e.Kind == progress.Warn && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
 
 func workerState(st Status, idx int) string {
