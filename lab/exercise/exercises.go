@@ -173,17 +173,27 @@ func runInfeasible(ctx context.Context, r *runner) error {
 	return nil
 }
 
+// runJob submits one training job with its own run name, points the
+// student at it and the dashboard page, and waits for it to end.
+func (r *runner) runJob(ctx context.Context, args []string, page string) (int, error) {
+	i, err := r.submit(ctx, jobSpec{args: args, runName: true})
+	if err != nil {
+		return 0, err
+	}
+	r.look(r.rec.Jobs[i].URL, r.dashboard(page))
+	if _, err := r.wait(ctx, i); err != nil {
+		return i, err
+	}
+	r.checkFinished(i)
+	return i, nil
+}
+
 func runMulti(ctx context.Context, r *runner) error {
 	args := r.trainArgs("--mode", "ray", "--workers", "2", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus(8)))
-	i, err := r.submit(ctx, jobSpec{args: args, runName: true})
+	i, err := r.runJob(ctx, args, "/#/train")
 	if err != nil {
 		return err
 	}
-	r.look(r.rec.Jobs[i].URL, r.dashboard("/#/train"))
-	if _, err := r.wait(ctx, i); err != nil {
-		return err
-	}
-	r.checkFinished(i)
 	jr := r.rec.Jobs[i]
 	r.number("job duration", jr.Seconds, "s")
 	if jr.Result != nil {
@@ -537,15 +547,10 @@ func (r *runner) timeoutHint(err error, ctx context.Context, what string) error 
 func runTune(ctx context.Context, r *runner) error {
 	args := r.trainArgs("--mode", "tune", "--num-samples", fmt.Sprint(r.o.NumSamples),
 		"--gpu-fraction", "0.5", "--cpus-per-worker", fmt.Sprint(r.cpus(4)))
-	i, err := r.submit(ctx, jobSpec{args: args, runName: true})
+	i, err := r.runJob(ctx, args, "/#/cluster")
 	if err != nil {
 		return err
 	}
-	r.look(r.rec.Jobs[i].URL, r.dashboard("/#/cluster"))
-	if _, err := r.wait(ctx, i); err != nil {
-		return err
-	}
-	r.checkFinished(i)
 	jr := r.rec.Jobs[i]
 	res := jr.Result
 	if res == nil {
