@@ -225,6 +225,9 @@ func checkFault(ctx context.Context, e *env, rec exercise.Record) outcome {
 	if e.d.MinIO == nil {
 		return fail("report this as an mltrain bug", "no MinIO client configured")
 	}
+	if o := e.minioReachable(ctx); o != nil {
+		return *o
+	}
 	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
 	if err != nil {
 		return failErr(err, "mltrain status")

@@ -38,9 +38,27 @@ func s3Code(err error) string {
 	return ""
 }
 
+// reachable fails fast when MinIO does not answer at all: the S3 client
+// would retry with backoff until the check's time is up. Any HTTP answer
+// (even an S3 error) means it is up.
+func (e *env) minioReachable(ctx context.Context) *outcome {
+	u := strings.TrimRight(e.d.State.Probes.MinIO, "/") + "/minio/health/live"
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	if _, _, err := e.get(ctx, u, nil); err != nil {
+		o := failErr(fmt.Errorf("MinIO does not answer: %w", err), "mltrain status; mltrain logs minio")
+		return &o
+	}
+	return nil
+}
+
 func checkBucket(ctx context.Context, e *env) outcome {
 	if e.d.MinIO == nil {
 		return fail("report this as an mltrain bug", "no MinIO client configured")
+	}
+	if o := e.minioReachable(ctx); o != nil {
+		return *o
 	}
 	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
 	if err != nil {
@@ -83,6 +101,9 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 	if isDefault(c.MinIOAccessKey, c.MinIOSecretKey) {
 		return fail("delete the state dir's credentials.json and run 'mltrain down --volumes && mltrain up' to generate new ones",
 			"the lab's credentials file holds a default MinIO key (%q)", c.MinIOAccessKey)
+	}
+	if o := e.minioReachable(ctx); o != nil {
+		return *o
 	}
 	var evidence []string
 	if cs, err := e.containers(); err == nil {

@@ -14,6 +14,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -173,6 +174,7 @@ type outcome struct {
 	status   Status
 	evidence string
 	fix      string
+	deadline bool // failed because a call ran out of time
 }
 
 func pass(format string, args ...any) outcome {
@@ -193,7 +195,7 @@ func failErr(err error, fix string) outcome {
 	if h := clierr.Hint(err); h != "" {
 		fix = h
 	}
-	return outcome{status: Fail, evidence: err.Error(), fix: fix}
+	return outcome{status: Fail, evidence: err.Error(), fix: fix, deadline: errors.Is(err, context.DeadlineExceeded)}
 }
 
 // Run performs the checks of the selected groups and returns the report.
@@ -260,12 +262,19 @@ func runOne(ctx context.Context, e *env, s spec, timeout time.Duration) Check {
 		}()
 		done <- s.run(cctx, e)
 	}()
+	timedOut := func(detail string) outcome {
+		return outcome{status: Fail, evidence: fmt.Sprintf("no answer within %s (%s)", timeout, detail),
+			fix: "run 'mltrain status' to see which service hangs, or raise --timeout"}
+	}
 	var out outcome
 	select {
 	case out = <-done:
+		// A call cut by a deadline fails with a context error: say it timed out.
+		if out.status == Fail && (out.deadline || cctx.Err() != nil) && ctx.Err() == nil {
+			out = timedOut(out.evidence)
+		}
 	case <-cctx.Done():
-		out = outcome{status: Fail, evidence: fmt.Sprintf("no answer within %s (%v)", timeout, cctx.Err()),
-			fix: "run 'mltrain status' to see which service hangs, or raise --timeout"}
+		out = timedOut(cctx.Err().Error())
 	}
 	if out.status == Fail && out.fix == "" {
 		out.fix = "run 'mltrain status'"
