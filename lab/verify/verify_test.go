@@ -219,7 +219,9 @@ func TestGPUChecks(t *testing.T) {
 			}
 		}, evidence: "exited 9: NVIDIA-SMI has failed", fix: "mltrain doctor"},
 		{name: "exec error", id: "gpu.visible", break_: func(f *fixture) {
-			f.eng.ExecFunc = func(string, []string) (docker.ExecResult, error) { return docker.ExecResult{}, errors.New("exec: no such file") }
+			f.eng.ExecFunc = func(string, []string) (docker.ExecResult, error) {
+				return docker.ExecResult{}, errors.New("exec: no such file")
+			}
 		}, evidence: "could not run in ray-worker-0: exec: no such file"},
 		{name: "worker stopped", id: "gpu.visible", break_: func(f *fixture) {
 			setContainer(f, "ray-worker-1", func(d *docker.ContainerDetails) { d.Running, d.State = false, "exited" })
