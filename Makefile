@@ -4,7 +4,7 @@ BIN     ?= bin/mltrain
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 PKGS    := ./...
 
-.PHONY: all build test lint vet fmt-check up bench fuzz py-check clean
+.PHONY: all build test lint vet fmt-check up bench bench-food11 fuzz py-check clean
 
 all: lint test build
 
@@ -32,8 +32,14 @@ py-check:
 up: build
 	./$(BIN) up $(ARGS)
 
+# Go benchmarks (up vs docker-compose, verify, packaging...). Each reports
+# its ratio against a baseline measured in the same run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime 3x $(PKGS)
+
+# The Food-11 load against unzip and the course's way (generates a ~1 GiB zip once, cached).
+bench-food11:
+	bash bench/food11/run.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProperties -fuzztime 30s ./internal/gpu
