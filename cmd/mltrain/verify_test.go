@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/verify"
+)
+
+func runErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestVerifyRejectsAnUnknownGroup(t *testing.T) {
+	_, err := runErr(t, "verify", "--only", "ray,gpus")
+	require.Error(t, err)
+	assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err), "a usage error exits 2")
+	assert.Contains(t, err.Error(), `--only "gpus" is not a check group`)
+	assert.Contains(t, clierr.Hint(err), "--only ray,minio")
+}
+
+func TestVerifyWithoutALab(t *testing.T) {
+	dockertest.Engine(t)
+	_, err := runErr(t, "verify", "--state-dir", t.TempDir())
+	require.Error(t, err)
+	assert.Equal(t, 1, clierr.Code(err))
+	assert.Contains(t, err.Error(), "no lab state")
+	assert.Contains(t, clierr.Hint(err), "mltrain up")
+}
+
+// A lab whose state exists but whose services are all gone: every check
+// that reads the lab fails fast with its fix, the JUnit file is written,
+// and the exit status is 1.
+func TestVerifyALabThatIsDown(t *testing.T) {
+	dockertest.Engine(t)
+	dir := t.TempDir()
+	project := dockertest.UniqueName(t, "mltv-down")
+	creds, err := lab.LoadOrCreateCredentials(dir)
+	require.NoError(t, err)
+	dead := "http://127.0.0.1:1"
+	plan := lab.Plan{Project: project, Mode: lab.ModeCPU, Accelerator: lab.AccelCPU, DataVolume: project + "-food11",
+		Workers: []lab.Worker{{Index: 0, Service: "ray-worker-0"}, {Index: 1, Service: "ray-worker-1"}}, Credentials: creds}
+	require.NoError(t, lifecycle.SaveState(dir, lifecycle.State{Project: project, Plan: plan,
+		Probes: lifecycle.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	junit := filepath.Join(dir, "verify.xml")
+
+	out, err := runErr(t, "verify", "--json", "--state-dir", dir, "--project", project, "--junit", junit,
+		"--only", "containers", "--only", "ray,minio,metrics,jupyter,exercises")
+	require.Error(t, err)
+	assert.True(t, clierr.IsSilent(err), "the report already says what failed")
+	assert.Equal(t, 1, clierr.Code(err))
+	var rep verify.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.False(t, rep.OK)
+	assert.Equal(t, []string{"containers", "ray", "minio", "metrics", "jupyter", "exercises"}, rep.Only)
+	assert.Equal(t, len(rep.Checks), rep.Failed, "everything reading a lab that is down fails")
+	for _, c := range rep.Checks {
+		assert.NotEmpty(t, c.Fix, c.ID)
+	}
+	assert.Less(t, rep.Seconds, 10.0, "a lab that is down is reported quickly")
+
+	b, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name string `xml:"name,attr"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(b, &suites))
+	assert.Equal(t, len(rep.Checks), suites.Tests)
+	assert.Equal(t, rep.Failed, suites.Failures)
+	assert.Len(t, suites.Suites, 6)
+
+	_, err = runErr(t, "verify", "--state-dir", dir, "--project", project, "--only", "ray", "--junit", filepath.Join(dir, "no", "such", "dir.xml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--junit")
+	assert.Contains(t, clierr.Hint(err), "writable path")
+}

@@ -1,0 +1,233 @@
+package verify
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/datasets/food11"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/testlab"
+	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+)
+
+// noGPURoot is a fixture host without GPUs, so the host checks do not depend
+// on the machine the tests run on.
+const noGPURoot = "../../internal/gpu/testdata/none"
+
+// The stand-in workers answer nvidia-smi with these (compose.override.yaml).
+const (
+	standinUUID0 = "GPU-5a0e0000-0000-0000-0000-0000000000a0"
+	standinUUID1 = "GPU-5a0e0000-0000-0000-0000-0000000000a1"
+)
+
+// standinLab is a CPU-rehearsal lab of stand-ins (real MinIO) brought up on
+// the real engine on free loopback ports; removed (volumes too) at the end.
+type standinLab struct {
+	eng      docker.Engine
+	project  string
+	stateDir string
+}
+
+func freePorts(t testing.TB, n int) []int {
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+func upStandinLab(t testing.TB) *standinLab {
+	t.Helper()
+	eng := dockertest.Engine(t)
+	imgs := testlab.BuildImages(t, eng)
+	project := strings.ReplaceAll(dockertest.UniqueName(t, "mltv"), "_", "-")
+	s := &standinLab{eng: eng, project: project, stateDir: t.TempDir()}
+	ports := freePorts(t, 6)
+	o := lab.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
+		Images: map[lab.Role]string{}, Ports: map[string]int{}}
+	for _, r := range lab.Roles {
+		o.Images[r] = imgs[string(r)]
+	}
+	for i, name := range []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus} {
+		o.Ports[name] = ports[i]
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = compose.Down(ctx, eng, project, time.Second, true, nil)
+		_ = eng.VolumeRemove(ctx, project+"-food11")
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, compose.OverrideFile), []byte(
+		"services:\n"+
+			"  ray-worker-0:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID0+"\n"+
+			"  ray-worker-1:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID1+"\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := lifecycle.Up(ctx, lifecycle.Deps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
+		return host.Facts{CPUs: 4, MemoryBytes: 8 << 30, HostIP: "127.0.0.1"}, nil
+	}}, lifecycle.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
+		Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	return s
+}
+
+// writeManifest puts a manifest with the published counts (and no images)
+// into the dataset volume, as a completed load leaves it.
+func (s *standinLab) writeManifest(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	c := canonicalCounts()
+	m := food11.Manifest{Format: food11.ManifestFormat, Dataset: "food11", Layout: food11.Layout, Counts: c, Files: c.Total(),
+		Bytes: 1 << 30, Source: food11.Source{File: "Food-11.zip", SHA256: strings.Repeat("ab", 32), Size: 1 << 30}, LoadedAt: time.Now().UTC()}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: food11.Root + "/", Mode: 0o755}))
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: food11.Root + "/" + food11.ManifestName, Mode: 0o644, Size: int64(len(b))}))
+	_, err = tw.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, tw.Close())
+	// A created (never started) container mounting the volume receives the copy.
+	img := testlab.BuildImages(t, s.eng)["worker"]
+	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: dockertest.UniqueName(t, "mltv-writer"),
+		Config: &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.project + "-food11", Target: "/data"}}}})
+	require.NoError(t, err)
+	defer s.eng.ContainerRemove(ctx, id, true)
+	require.NoError(t, s.eng.CopyToContainer(ctx, id, "/data", &buf))
+}
+
+func (s *standinLab) deps(t testing.TB) Deps {
+	t.Helper()
+	d, err := System(s.eng, s.stateDir, SystemOptions{HelperLabels: map[string]string{dockertest.TestLabel: "1"},
+		Host: host.Options{Root: noGPURoot}})
+	require.NoError(t, err)
+	return d
+}
+
+func TestVerifyOnAStandinLab(t *testing.T) {
+	s := upStandinLab(t)
+	s.writeManifest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, exercise.SaveRecord(s.stateDir, exercise.Record{Exercise: "submit", OK: true,
+		Jobs: []exercise.JobRun{{SubmissionID: "mltrain-submit-1", Status: "SUCCEEDED"}}}))
+
+	// Containers report healthy after their first healthcheck (5 s after
+	// start), Prometheus sees the workers once the head has written them into
+	// the service-discovery file: until then verify rightly fails.
+	var r Report
+	require.Eventually(t, func() bool {
+		r = Run(ctx, s.deps(t), Options{Only: []string{GroupContainers, GroupMetrics}})
+		return r.OK
+	}, time.Minute, time.Second, "containers and metrics never all passed: %+v", r.Checks)
+
+	r = Run(ctx, s.deps(t), Options{})
+	want := map[string]Status{
+		"host.gpus": Pass, "host.plumbing": Skip,
+		"gpu.visible": Skip, "gpu.ray": Pass,
+		"ray.nodes": Pass, "ray.auth": Pass,
+		"minio.bucket": Pass, "minio.credentials": Pass,
+		"data.food11":        Pass,
+		"metrics.prometheus": Pass, "metrics.grafana": Pass, "metrics.ray": Pass,
+		"jupyter.api": Pass, "jupyter.ray-address": Pass,
+		// The stand-in head keeps no job history and no other exercise ran.
+		"exercises.submit": Fail, "exercises.infeasible": Fail, "exercises.multi": Fail,
+		"exercises.fractional": Fail, "exercises.fault": Fail, "exercises.tune": Fail,
+	}
+	for _, svc := range []string{"ray-head", "ray-worker-0", "ray-worker-1", "minio", "prometheus", "grafana", "jupyter"} {
+		want["containers."+svc] = Pass
+	}
+	got := map[string]Status{}
+	for _, c := range r.Checks {
+		got[c.ID] = c.Status
+		if want[c.ID] != c.Status {
+			t.Errorf("%s: %s, want %s: %s (fix: %s)", c.ID, c.Status, want[c.ID], c.Evidence, c.Fix)
+		}
+	}
+	assert.Len(t, got, len(want))
+	assert.False(t, r.OK)
+	assert.Equal(t, lab.ModeCPU, r.Mode)
+	assert.Contains(t, find(t, r, "host.gpus").Evidence, "mode rehearsal (CPU only), 2 workers")
+	assert.Contains(t, find(t, r, "ray.auth").Evidence, "no token -> 401 (Unauthorized: Missing authentication token); wrong token -> 403")
+	assert.Contains(t, find(t, r, "minio.credentials").Evidence, "minioadmin/minioadmin refused (InvalidAccessKeyId)")
+	assert.Contains(t, find(t, r, "metrics.grafana").Evidence, "folder Ray holds 1 dashboards (Default Dashboard)")
+	assert.Contains(t, find(t, r, "metrics.prometheus").Evidence, "3 Ray targets; every alive node is scraped and up")
+	assert.Contains(t, find(t, r, "data.food11").Evidence, "16643 images")
+	assert.Contains(t, find(t, r, "exercises.submit").Evidence, "job mltrain-submit-1 (recorded by exercise submit) is not in Ray's job history")
+	assert.Equal(t, "mltrain lab tune", find(t, r, "exercises.tune").Fix)
+	assert.Contains(t, find(t, r, "jupyter.ray-address").Evidence, "RAY_ADDRESS=http://ray-head:8265")
+
+	// The full count reads the volume: a manifest without images fails it.
+	r = Run(ctx, s.deps(t), Options{Only: []string{GroupData}, DataFull: true})
+	require.Len(t, r.Checks, 1)
+	assert.Equal(t, Fail, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Evidence, "counts differ from the manifest")
+	assert.Contains(t, r.Checks[0].Fix, "mltrain data food11 --force")
+	leftovers, err := s.eng.ContainerList(ctx, map[string]string{food11.LabelHelperVolume: s.project + "-food11"})
+	require.NoError(t, err)
+	assert.Empty(t, leftovers, "the dataset helper container is removed")
+
+	// GPU listing through exec in each worker: pretend the plan gave the
+	// workers the GPUs the stand-ins print.
+	d := s.deps(t)
+	d.GPUListCommand = map[gpu.Vendor][]string{gpu.NVIDIA: append([]string{"/app"}, DefaultGPUListCommand[gpu.NVIDIA]...)}
+	plan := d.State.Plan
+	plan.Mode, plan.Vendor = lab.ModeStandard, gpu.NVIDIA
+	plan.Workers = append([]lab.Worker(nil), plan.Workers...)
+	plan.Workers[0].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
+	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID1, Index: 1}
+	d.State.Plan = plan
+	r = Run(ctx, d, Options{Only: []string{GroupGPU}})
+	gv := find(t, r, "gpu.visible")
+	assert.Equal(t, Pass, gv.Status, gv.Evidence)
+	assert.Contains(t, gv.Evidence, "ray-worker-0 sees "+standinUUID0+" only; ray-worker-1 sees "+standinUUID1+" only")
+	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
+	r = Run(ctx, d, Options{Only: []string{GroupGPU}})
+	gv = find(t, r, "gpu.visible")
+	assert.Equal(t, Fail, gv.Status)
+	assert.Contains(t, gv.Evidence, "ray-worker-1 sees "+standinUUID1+", but was given "+standinUUID0)
+
+	// A stopped worker: its container row and Ray's node count fail, each
+	// with the command that brings it back.
+	name, err := lifecycle.StopWorker(ctx, s.eng, s.project, 1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		r = Run(ctx, s.deps(t), Options{Only: []string{GroupContainers, GroupRay}})
+		return find(t, r, "ray.nodes").Status == Fail
+	}, 30*time.Second, time.Second)
+	c := find(t, r, "containers.ray-worker-1")
+	assert.Equal(t, Fail, c.Status)
+	assert.Contains(t, c.Evidence, "container "+name+" is exited")
+	assert.Contains(t, c.Fix, "mltrain worker start 1")
+	n := find(t, r, "ray.nodes")
+	assert.Contains(t, n.Evidence, "no ALIVE node for ray-worker-1 (exited)")
+	assert.Equal(t, "mltrain worker start 1", n.Fix)
+}
