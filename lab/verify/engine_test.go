@@ -117,7 +117,7 @@ func (s *standinLab) writeManifest(t testing.TB) {
 	// A created (never started) container mounting the volume receives the copy.
 	img := testlab.BuildImages(t, s.eng)["worker"]
 	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: dockertest.UniqueName(t, "mltv-writer"),
-		Config: &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
+		Config:     &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
 		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.project + "-food11", Target: "/data"}}}})
 	require.NoError(t, err)
 	defer s.eng.ContainerRemove(ctx, id, true)
