@@ -20,7 +20,9 @@ import (
 // The plan is switched to a 2-GPU NVIDIA lab whose workers answer nvidia-smi
 // (stand-ins), so the GPU listing by exec in each worker is part of the cost
 // as on a real node; every exercise has a record, so Ray's job history is
-// read too.
+// read too. The host checks fail (this machine has no GPU for that plan)
+// and the exercise checks fail (the stand-in head keeps no job history):
+// both at their full cost.
 //
 //	go test -run '^$' -bench VerifyStandinLab -benchtime 10x ./lab/verify/
 func BenchmarkVerifyStandinLab(b *testing.B) {
@@ -69,7 +71,7 @@ func BenchmarkVerifyStandinLab(b *testing.B) {
 		all, byGroup, status = all+t1.Sub(t0), byGroup+t2.Sub(t1), status+t3.Sub(t2)
 		checks = len(r.Checks)
 		for _, c := range r.Checks {
-			if c.Status == Fail && c.Group != GroupExercises && c.ID != "host.gpus" {
+			if c.Status == Fail && c.Group != GroupExercises && c.Group != GroupHost {
 				b.Fatalf("%s failed on a ready lab: %s", c.ID, c.Evidence)
 			}
 		}
