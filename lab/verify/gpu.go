@@ -95,7 +95,8 @@ func checkVisible(ctx context.Context, e *env) outcome {
 
 	var problems, evidence []string
 	fix := "mltrain down && mltrain up (containers are created again with one GPU each)"
-	owners := map[string][]string{}
+	owners := map[string][]string{} // by lower-case UUID
+	shown := map[string]string{}    // as the tool printed it
 	for _, s := range seen {
 		svc := s.worker.Service
 		if s.err != "" {
@@ -107,7 +108,11 @@ func checkVisible(ctx context.Context, e *env) outcome {
 			continue
 		}
 		for _, u := range s.uuids {
-			owners[strings.ToLower(u)] = append(owners[strings.ToLower(u)], svc)
+			k := strings.ToLower(u)
+			owners[k] = append(owners[k], svc)
+			if _, ok := shown[k]; !ok {
+				shown[k] = u
+			}
 		}
 		switch {
 		case len(s.uuids) != 1:
@@ -126,7 +131,7 @@ func checkVisible(ctx context.Context, e *env) outcome {
 		sort.Strings(ids)
 		for _, u := range ids {
 			if len(owners[u]) > 1 {
-				problems = append(problems, fmt.Sprintf("%s is visible to %s: two workers share one GPU", u, strings.Join(owners[u], " and ")))
+				problems = append(problems, fmt.Sprintf("%s is visible to %s: two workers share one GPU", shown[u], strings.Join(owners[u], " and ")))
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func raySpecs() []spec {
@@ -148,11 +148,11 @@ func checkAuth(ctx context.Context, e *env) outcome {
 	url := strings.TrimRight(e.d.State.Probes.Ray, "/") + "/api/version"
 	code, body, err := e.get(ctx, url, nil)
 	if err != nil {
-		return failErr(clierr.WithHint(err, "mltrain status"), "mltrain status")
+		return failErr(err, "mltrain status")
 	}
 	if code != http.StatusUnauthorized {
 		if code == http.StatusOK {
-			return fail(authFix, "GET %s without a token answered 200: anyone who reaches port %d can submit jobs", url, e.plan.Ports["dashboard"])
+			return fail(authFix, "GET %s without a token answered 200: anyone who reaches port %d can submit jobs", url, e.plan.Ports[lab.PortDashboard])
 		}
 		return fail("mltrain status", "GET %s without a token answered HTTP %d (%s), expected 401", url, code, firstLine(string(body)))
 	}

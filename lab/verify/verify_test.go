@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -205,7 +204,7 @@ func TestGPUChecks(t *testing.T) {
 		}, evidence: "ray-worker-1 sees 2 GPUs (" + uuidA + ", " + uuidB + "), not exactly 1", fix: "mltrain down && mltrain up"},
 		{name: "two workers one GPU", id: "gpu.visible", break_: func(f *fixture) {
 			f.uuids["ray-worker-1"] = uuidA
-		}, evidence: strings.ToLower(uuidA) + " is visible to ray-worker-0 and ray-worker-1"},
+		}, evidence: uuidA + " is visible to ray-worker-0 and ray-worker-1"},
 		{name: "sees another GPU than planned", id: "gpu.visible", break_: func(f *fixture) {
 			f.uuids["ray-worker-0"] = uuidB
 			f.uuids["ray-worker-1"] = uuidA
