@@ -87,7 +87,8 @@ func writeJUnitFile(path string, rep verify.Report) error {
 	return nil
 }
 
+// isTerminal says whether to colour: a terminal, unless NO_COLOR is set (no-color.org).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return ok && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }

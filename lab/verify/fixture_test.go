@@ -278,6 +278,8 @@ func (f *fixture) serveRay(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/version":
 		writeJSON(w, map[string]string{"version": "4", "ray_version": "2.54.0"})
+	case "/api/jobs/":
+		writeJSON(w, []any{})
 	case "/api/grafana_health":
 		writeJSON(w, f.grafanaHealth)
 	case "/api/prometheus_health":

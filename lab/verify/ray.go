@@ -145,14 +145,16 @@ func appendOnce(s []string, v string) []string {
 const authFix = "mltrain down && mltrain up (the head must run with RAY_AUTH_MODE=token; a compose.override.yaml may have turned it off)"
 
 func checkAuth(ctx context.Context, e *env) outcome {
-	url := strings.TrimRight(e.d.State.Probes.Ray, "/") + "/api/version"
+	// The job list, not /api/version: it is what an intruder would use, and
+	// Ray may leave version or login routes open to let its UI ask for a token.
+	url := strings.TrimRight(e.d.State.Probes.Ray, "/") + "/api/jobs/"
 	code, body, err := e.get(ctx, url, nil)
 	if err != nil {
 		return failErr(err, "mltrain status")
 	}
 	if code != http.StatusUnauthorized {
 		if code == http.StatusOK {
-			return fail(authFix, "GET %s without a token answered 200: anyone who reaches port %d can submit jobs", url, e.plan.Ports[lab.PortDashboard])
+			return fail(authFix, "GET %s without a token answered 200: anyone who reaches port %d can list and submit jobs", url, e.plan.Ports[lab.PortDashboard])
 		}
 		return fail("mltrain status", "GET %s without a token answered HTTP %d (%s), expected 401", url, code, firstLine(string(body)))
 	}
@@ -163,5 +165,5 @@ func checkAuth(ctx context.Context, e *env) outcome {
 	if wrong != http.StatusForbidden && wrong != http.StatusUnauthorized {
 		return fail(authFix, "GET %s with a wrong token answered HTTP %d (%s), expected 403", url, wrong, firstLine(string(wbody)))
 	}
-	return pass("GET /api/version: no token -> 401 (%s); wrong token -> %d", firstLine(string(body)), wrong)
+	return pass("GET /api/jobs/: no token -> 401 (%s); wrong token -> %d", firstLine(string(body)), wrong)
 }
