@@ -28,22 +28,6 @@ import (
 	"github.com/mltrain/mltrain/lab"
 )
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t testing.TB, n int) []int {
-	var ports []int
-	var ls []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
 type standinLab struct {
 	t        testing.TB
 	eng      docker.Engine
@@ -56,33 +40,16 @@ type standinLab struct {
 // free loopback ports, removed (volumes too) when the test ends.
 func newStandinLab(t testing.TB) *standinLab {
 	eng := dockertest.Engine(t)
-	imgs := testlab.BuildImages(t, eng)
-	project := strings.ReplaceAll(dockertest.UniqueName(t, "mlt"), "_", "-")
-	ports := freePorts(t, 6)
-	o := lab.Options{
-		Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
-		Images: map[lab.Role]string{}, Ports: map[string]int{},
-	}
-	for _, r := range lab.Roles {
-		o.Images[r] = imgs[string(r)]
-	}
-	for i, name := range []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus} {
-		o.Ports[name] = ports[i]
-	}
-	sl := &standinLab{t: t, eng: eng, project: project, stateDir: t.TempDir(),
+	o := testlab.LabOptions(t, eng, "mlt")
+	sl := &standinLab{t: t, eng: eng, project: o.Project, stateDir: t.TempDir(),
 		opts: UpOptions{Lab: o, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second}}
 	sl.opts.StateDir = sl.stateDir
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = compose.Down(ctx, eng, project, time.Second, true, nil)
-		_ = eng.VolumeRemove(ctx, project+"-food11")
-	})
 	return sl
 }
 
 func (s *standinLab) deps(rep progress.Reporter) Deps {
 	return Deps{Engine: s.eng, Reporter: rep, Detect: func(context.Context) (host.Facts, error) {
-		return host.Facts{CPUs: 4, MemoryBytes: 8 << 30, HostIP: "127.0.0.1"}, nil
+		return testlab.RehearsalFacts(), nil
 	}}
 }
 

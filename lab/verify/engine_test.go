@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,41 +47,11 @@ type standinLab struct {
 	stateDir string
 }
 
-func freePorts(t testing.TB, n int) []int {
-	var ports []int
-	var ls []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
 func upStandinLab(t testing.TB) *standinLab {
 	t.Helper()
 	eng := dockertest.Engine(t)
-	imgs := testlab.BuildImages(t, eng)
-	project := strings.ReplaceAll(dockertest.UniqueName(t, "mltv"), "_", "-")
-	s := &standinLab{eng: eng, project: project, stateDir: t.TempDir()}
-	ports := freePorts(t, 6)
-	o := lab.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
-		Images: map[lab.Role]string{}, Ports: map[string]int{}}
-	for _, r := range lab.Roles {
-		o.Images[r] = imgs[string(r)]
-	}
-	for i, name := range []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus} {
-		o.Ports[name] = ports[i]
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = compose.Down(ctx, eng, project, time.Second, true, nil)
-		_ = eng.VolumeRemove(ctx, project+"-food11")
-	})
+	o := testlab.LabOptions(t, eng, "mltv")
+	s := &standinLab{eng: eng, project: o.Project, stateDir: t.TempDir()}
 	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, compose.OverrideFile), []byte(
 		"services:\n"+
 			"  ray-worker-0:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID0+"\n"+
@@ -90,7 +59,7 @@ func upStandinLab(t testing.TB) *standinLab {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, err := lifecycle.Up(ctx, lifecycle.Deps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
-		return host.Facts{CPUs: 4, MemoryBytes: 8 << 30, HostIP: "127.0.0.1"}, nil
+		return testlab.RehearsalFacts(), nil
 	}}, lifecycle.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
 		Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)

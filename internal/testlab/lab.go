@@ -1,0 +1,64 @@
+package testlab
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// FreePorts returns n distinct TCP ports free on 127.0.0.1 right now.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// RehearsalFacts are a GPU-less host's facts: the lab plans a CPU rehearsal.
+func RehearsalFacts() host.Facts {
+	return host.Facts{CPUs: 4, MemoryBytes: 8 << 30, HostIP: "127.0.0.1"}
+}
+
+// LabOptions are the options of a stand-in lab named after the test: every
+// role's image a stand-in (real MinIO), every port a free loopback one, its
+// own dataset volume. The lab's containers and volumes are removed when the
+// test ends.
+func LabOptions(t testing.TB, eng docker.Engine, prefix string) lab.Options {
+	t.Helper()
+	imgs := BuildImages(t, eng)
+	project := strings.ReplaceAll(dockertest.UniqueName(t, prefix), "_", "-")
+	o := lab.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
+		Images: map[lab.Role]string{}, Ports: map[string]int{}}
+	for _, r := range lab.Roles {
+		o.Images[r] = imgs[string(r)]
+	}
+	names := []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus}
+	for i, p := range FreePorts(t, len(names)) {
+		o.Ports[names[i]] = p
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = compose.Down(ctx, eng, project, time.Second, true, nil)
+		_ = eng.VolumeRemove(ctx, o.DataVolume)
+	})
+	return o
+}
