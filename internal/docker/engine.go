@@ -6,6 +6,8 @@ package docker
 import (
 	"context"
 	"io"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -163,4 +165,26 @@ type ExecResult struct {
 	ExitCode int
 	Stdout   string
 	Stderr   string
+}
+
+// NVIDIAPlumbing says how the engine can hand NVIDIA GPUs to containers:
+// "the 'nvidia' runtime (NVIDIA Container Toolkit)", "NVIDIA CDI devices:
+// …", or "" when it cannot (then device requests fail at container start).
+func (i Info) NVIDIAPlumbing() string {
+	for _, rt := range i.Runtimes {
+		if rt == "nvidia" {
+			return "the 'nvidia' runtime (NVIDIA Container Toolkit)"
+		}
+	}
+	var cdi []string
+	for _, dev := range i.CDIDevices {
+		if strings.HasPrefix(dev, "nvidia.com/gpu=") {
+			cdi = append(cdi, dev)
+		}
+	}
+	if len(cdi) == 0 {
+		return ""
+	}
+	sort.Strings(cdi)
+	return "NVIDIA CDI devices: " + strings.Join(cdi, ", ")
 }

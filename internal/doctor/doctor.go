@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 
 	"github.com/mltrain/mltrain/internal/clierr"
@@ -233,21 +232,8 @@ func checkNVIDIA(rep gpu.Report, info docker.Info, engErr error, r *Result) {
 		r.add("nvidia runtime", Warn, "not checked: the Docker engine did not answer", "fix the docker row first")
 		return
 	}
-	for _, rt := range info.Runtimes {
-		if rt == "nvidia" {
-			r.add("nvidia runtime", Pass, "the engine has the 'nvidia' runtime (NVIDIA Container Toolkit)", "")
-			return
-		}
-	}
-	var cdi []string
-	for _, dev := range info.CDIDevices {
-		if strings.HasPrefix(dev, "nvidia.com/gpu=") {
-			cdi = append(cdi, dev)
-		}
-	}
-	if len(cdi) > 0 {
-		sort.Strings(cdi)
-		r.add("nvidia runtime", Pass, "the engine has NVIDIA CDI devices: "+strings.Join(cdi, ", "), "")
+	if how := info.NVIDIAPlumbing(); how != "" {
+		r.add("nvidia runtime", Pass, "the engine has "+how, "")
 		return
 	}
 	r.add("nvidia runtime", Fail,

@@ -118,20 +118,8 @@ func checkPlumbing(ctx context.Context, e *env) outcome {
 		if err != nil {
 			return failErr(fmt.Errorf("engine info: %w", err), "mltrain doctor")
 		}
-		for _, rt := range info.Runtimes {
-			if rt == "nvidia" {
-				return pass("engine %s has the 'nvidia' runtime (NVIDIA Container Toolkit)", info.ServerVersion)
-			}
-		}
-		var cdi []string
-		for _, dev := range info.CDIDevices {
-			if strings.HasPrefix(dev, "nvidia.com/gpu=") {
-				cdi = append(cdi, dev)
-			}
-		}
-		if len(cdi) > 0 {
-			sort.Strings(cdi)
-			return pass("engine %s has NVIDIA CDI devices: %s", info.ServerVersion, strings.Join(cdi, ", "))
+		if how := info.NVIDIAPlumbing(); how != "" {
+			return pass("engine %s has %s", info.ServerVersion, how)
 		}
 		return fail(doctor.FixNVIDIARuntime, "engine %s has no 'nvidia' runtime (runtimes: %s) and no nvidia.com/gpu CDI devices",
 			info.ServerVersion, strings.Join(info.Runtimes, ", "))
