@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,18 +14,6 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/images"
 )
-
-// imagesCLI runs mltrain in-process and returns its output and error.
-func imagesCLI(t *testing.T, args ...string) (string, string, error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRoot(&out, &errOut)
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	err := root.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
-}
 
 func TestBuildAndImagesUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,7 +27,7 @@ func TestBuildAndImagesUsageErrors(t *testing.T) {
 		{[]string{"images", "load"}, "exactly one FILE"},
 		{[]string{"images", "save", "x.tar", "--ray-version", "latest"}, `--ray-version "latest"`},
 	} {
-		_, _, err := imagesCLI(t, tc.args...)
+		_, _, err := runCLI(t, tc.args...)
 		require.Error(t, err, tc.args)
 		assert.Contains(t, err.Error(), tc.want, tc.args)
 		assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err), "usage errors exit 2: %v", tc.args)
@@ -57,7 +43,7 @@ func TestBuildPullNeverNamesTheMissingBases(t *testing.T) {
 		"cpu": {"rayproject/ray:2.54.0-py312-gpu", "quay.io/jupyter/pytorch-notebook:2025-03-14"},
 		"amd": {"rayproject/ray:2.54.0-py312", "quay.io/jupyter/pytorch-notebook:2025-03-14"},
 	} {
-		_, _, err := imagesCLI(t, "build", "--vendor", vendor, "--pull", "never")
+		_, _, err := runCLI(t, "build", "--vendor", vendor, "--pull", "never")
 		require.Error(t, err, vendor)
 		for _, b := range bases {
 			assert.Contains(t, err.Error(), b, vendor)
@@ -78,7 +64,7 @@ func TestImagesSaveThenLoadThroughTheCLI(t *testing.T) {
 	require.NoError(t, err)
 
 	file := filepath.Join(t.TempDir(), "lab.tar")
-	out, _, err := imagesCLI(t, "images", "save", file, s.Ref, "--json")
+	out, _, err := runCLI(t, "images", "save", file, s.Ref, "--json")
 	require.NoError(t, err)
 	var res images.SaveResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -87,7 +73,7 @@ func TestImagesSaveThenLoadThroughTheCLI(t *testing.T) {
 	assert.Contains(t, res.Missing, "minio/minio:RELEASE.2025-09-07T16-13-09Z")
 
 	require.NoError(t, eng.ImageRemove(ctx, s.Ref))
-	out, _, err = imagesCLI(t, "images", "load", file)
+	out, _, err = runCLI(t, "images", "load", file)
 	require.NoError(t, err)
 	assert.Contains(t, out, "Loaded 1 images")
 	assert.Contains(t, out, s.Ref)
@@ -99,7 +85,7 @@ func TestImagesLoadCorruptFile(t *testing.T) {
 	dockertest.Engine(t)
 	file := filepath.Join(t.TempDir(), "broken.tar")
 	require.NoError(t, os.WriteFile(file, []byte("definitely not a tar"), 0o600))
-	_, _, err := imagesCLI(t, "images", "load", file)
+	_, _, err := runCLI(t, "images", "load", file)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), file)
 	assert.Contains(t, err.Error(), "not a complete image archive")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -15,16 +14,6 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab"
 )
-
-// runCLI executes the CLI in-process and returns the error main would print.
-func runCLI(t *testing.T, args ...string) (string, string, error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRoot(&out, &errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
-}
 
 const twoNvidia = `{"gpus":[
  {"vendor":"nvidia","index":0,"uuid":"GPU-11111111-2222-3333-4444-555555555555","name":"NVIDIA A100-PCIE-40GB","memory_mib":40960,"pci_bus_id":"0000:17:00.0","source":"nvml"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,15 +12,24 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
-// run executes the CLI in-process and returns stdout, stderr and the exit code
-// main would use.
-func run(t *testing.T, args ...string) (string, string, int) {
+// runCLI executes the CLI in-process (bounded by a few minutes) and returns
+// stdout, stderr and the error main would print.
+func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	root := newRoot(&out, &errOut)
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), clierr.Code(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// run is runCLI with the exit code main would use.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	out, errOut, err := runCLI(t, args...)
+	return out, errOut, clierr.Code(err)
 }
 
 func TestEveryVerbIsRegistered(t *testing.T) {

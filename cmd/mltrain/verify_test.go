@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -21,11 +19,8 @@ import (
 
 func runErr(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := newRoot(&out, &errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
+	out, _, err := runCLI(t, args...)
+	return out, err
 }
 
 func TestVerifyRejectsAnUnknownGroup(t *testing.T) {
