@@ -111,7 +111,7 @@ func Up(ctx context.Context, d Deps, o UpOptions) (UpResult, error) {
 	if err := compose.CheckPorts(project); err != nil {
 		return res, err
 	}
-	if err := checkPortsFree(ctx, d.Engine, project); err != nil {
+	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
 		return res, err
 	}
 	if err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
@@ -237,8 +237,9 @@ func ensureDataVolume(ctx context.Context, eng docker.Engine, p lab.Plan, rep pr
 }
 
 // checkPortsFree fails before anything starts when a host port the lab
-// publishes is held by something else, naming the holder.
-func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project) error {
+// publishes is held by something else, naming the holder and the --port
+// flag that moves the lab's port (names are the plan's port names).
+func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int) error {
 	all, err := eng.ContainerList(ctx, nil)
 	if err != nil {
 		return err
@@ -254,14 +255,15 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project) er
 			if ours {
 				continue
 			}
+			move := movePortHint(named, port)
 			if holder != "" {
-				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s') or publish %s elsewhere (e.g. --port-%s)", holder, name, portFlagName(name)),
+				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then 'mltrain up'", holder, move),
 					"host port %d (service %s) is held by container %s", port, name, holder)
 			}
 			addr := net.JoinHostPort(pc.HostIP, pc.Published)
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
-				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it, or publish %s elsewhere", port, name),
+				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it%s, then 'mltrain up'", port, move),
 					"host port %d (service %s) is in use by another process on this host: %v", port, name, err)
 			}
 			l.Close()
@@ -270,7 +272,15 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project) er
 	return nil
 }
 
-func portFlagName(service string) string { return service }
+// movePortHint names the flag that publishes the lab's port elsewhere.
+func movePortHint(named map[string]int, port int) string {
+	for name, p := range named {
+		if p == port {
+			return fmt.Sprintf(", or move the lab's port with --port %s=PORT", name)
+		}
+	}
+	return ""
+}
 
 // portHolder names the container publishing port, and whether it is ours.
 func portHolder(all []docker.Container, port int, project string) (string, bool) {

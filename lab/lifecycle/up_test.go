@@ -274,6 +274,7 @@ func TestUpNamesTheHolderOfATakenPort(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "host port "+itoa(port)+" (service grafana) is held by container "+holder)
 	assert.Contains(t, clierr.Hint(err), "docker stop "+holder)
+	assert.Contains(t, clierr.Hint(err), "--port grafana=PORT", "names the real flag that moves the port")
 	assert.Empty(t, s.ids(), "nothing was started")
 
 	// A port held by a process, not a container.
