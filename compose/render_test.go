@@ -138,11 +138,7 @@ func keys(m map[string][]byte) []string {
 
 func render(t *testing.T, c goldenCase) *types.Project {
 	t.Helper()
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	_, err = Write(dir, plan)
-	require.NoError(t, err)
+	_, dir := writeCase(t, c)
 	proj, err := Load(context.Background(), dir)
 	require.NoError(t, err)
 	return proj
@@ -246,11 +242,7 @@ func TestPublishedPortsAndSecurityDefaults(t *testing.T) {
 
 func TestOverrideIsMerged(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	_, err = Write(dir, plan)
-	require.NoError(t, err)
+	plan, dir := writeCase(t, c)
 	override := "services:\n  jupyter:\n    environment:\n      EXTRA: \"yes\"\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
 	proj, err := Load(context.Background(), dir)
@@ -269,14 +261,10 @@ func TestOverrideIsMerged(t *testing.T) {
 
 func TestOverrideWithPortClashIsRefused(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	_, err = Write(dir, plan)
-	require.NoError(t, err)
+	_, dir := writeCase(t, c)
 	override := "services:\n  jupyter:\n    ports:\n      - \"3000:9999\"\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
-	_, err = Load(context.Background(), dir)
+	_, err := Load(context.Background(), dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "services grafana and jupyter both publish host port 3000/tcp")
 	assert.Contains(t, clierr.Hint(err), "--port")
@@ -284,13 +272,9 @@ func TestOverrideWithPortClashIsRefused(t *testing.T) {
 
 func TestInvalidOverrideNamesTheFile(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	_, err = Write(dir, plan)
-	require.NoError(t, err)
+	_, dir := writeCase(t, c)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte("services:\n  jupyter:\n    shm_size: [oops]\n"), 0o644))
-	_, err = Load(context.Background(), dir)
+	_, err := Load(context.Background(), dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), OverrideFile)
 	assert.Contains(t, clierr.Hint(err), OverrideFile)
@@ -326,11 +310,7 @@ func TestCheckPorts(t *testing.T) {
 
 func TestGeneratedFilesAreReadableAndComposeIsPrivate(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	_, err = Write(dir, plan)
-	require.NoError(t, err)
+	_, dir := writeCase(t, c)
 	st, err := os.Stat(filepath.Join(dir, ComposeFile))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "compose.yaml holds the credentials")
@@ -443,4 +423,15 @@ func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeCase plans case c and writes it into a fresh directory.
+func writeCase(t *testing.T, c goldenCase) (lab.Plan, string) {
+	t.Helper()
+	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Write(dir, plan)
+	require.NoError(t, err)
+	return plan, dir
 }
