@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestFetchDownloadsReportsDigestAndCaches(t *testing.T) {
 
 	// A pin that the cached file does not match downloads again, then fails.
 	o = fastOpts(srv.URL+"/food11.zip", dir)
-	o.SHA256 = stringsRepeat("ab", 32)
+	o.SHA256 = strings.Repeat("ab", 32)
 	_, err = Fetch(context.Background(), o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--sha256 pins")
@@ -105,7 +106,14 @@ func TestFetchDownloadsReportsDigestAndCaches(t *testing.T) {
 	assert.Len(t, fs.requests(), 2)
 }
 
-func stringsRepeat(s string, n int) string { return string(bytes.Repeat([]byte(s), n)) }
+// sendPart announces the whole body and sends only its first cut bytes;
+// the caller then drops or stalls the connection.
+func sendPart(w http.ResponseWriter, body []byte, cut int) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body[:cut])
+	w.(http.Flusher).Flush()
+}
 
 func TestFetchResumesWithRange(t *testing.T) {
 	body, sum := payload(2 << 20)
@@ -115,11 +123,7 @@ func TestFetchResumesWithRange(t *testing.T) {
 		if n != 1 {
 			return false
 		}
-		// Announce the whole file, send part of it, drop the connection.
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(body[:cut])
-		w.(http.Flusher).Flush()
+		sendPart(w, body, cut) // then drop the connection
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
 			conn.Close()
@@ -197,10 +201,7 @@ func TestFetchStallIsDetectedAndResumed(t *testing.T) {
 		if n != 1 {
 			return false
 		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(body[:cut])
-		w.(http.Flusher).Flush()
+		sendPart(w, body, cut)
 		<-r.Context().Done() // then nothing: a stalled connection
 		return true
 	}
