@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 )
@@ -36,13 +34,7 @@ func BenchmarkVerifyStandinLab(b *testing.B) {
 	}
 	ctx := context.Background()
 	d := s.deps(b)
-	d.GPUListCommand = map[gpu.Vendor][]string{gpu.NVIDIA: append([]string{"/app"}, DefaultGPUListCommand[gpu.NVIDIA]...)}
-	plan := d.State.Plan
-	plan.Mode, plan.Vendor = lab.ModeStandard, gpu.NVIDIA
-	plan.Workers = append([]lab.Worker(nil), plan.Workers...)
-	plan.Workers[0].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
-	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID1, Index: 1}
-	d.State.Plan = plan
+	pretendNVIDIA(&d)
 
 	// Ready: every container healthy and every node scraped.
 	deadline := time.Now().Add(time.Minute)

@@ -167,18 +167,12 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	// GPU listing through exec in each worker: pretend the plan gave the
 	// workers the GPUs the stand-ins print.
 	d := s.deps(t)
-	d.GPUListCommand = map[gpu.Vendor][]string{gpu.NVIDIA: append([]string{"/app"}, DefaultGPUListCommand[gpu.NVIDIA]...)}
-	plan := d.State.Plan
-	plan.Mode, plan.Vendor = lab.ModeStandard, gpu.NVIDIA
-	plan.Workers = append([]lab.Worker(nil), plan.Workers...)
-	plan.Workers[0].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
-	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID1, Index: 1}
-	d.State.Plan = plan
+	pretendNVIDIA(&d)
 	r = Run(ctx, d, Options{Only: []string{GroupGPU}})
 	gv := find(t, r, "gpu.visible")
 	assert.Equal(t, Pass, gv.Status, gv.Evidence)
 	assert.Contains(t, gv.Evidence, "ray-worker-0 sees "+standinUUID0+" only; ray-worker-1 sees "+standinUUID1+" only")
-	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
+	d.State.Plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0} // pretendNVIDIA copied the workers
 	r = Run(ctx, d, Options{Only: []string{GroupGPU}})
 	gv = find(t, r, "gpu.visible")
 	assert.Equal(t, Fail, gv.Status)
@@ -199,4 +193,17 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	n := find(t, r, "ray.nodes")
 	assert.Contains(t, n.Evidence, "no ALIVE node for ray-worker-1 (exited)")
 	assert.Equal(t, "mltrain worker start 1", n.Fix)
+}
+
+// pretendNVIDIA makes d verify the stand-in lab as a 2-GPU NVIDIA lab: the
+// plan gives each worker the GPU its stand-in prints for nvidia-smi (reached
+// through the stand-in binary, /app).
+func pretendNVIDIA(d *Deps) {
+	d.GPUListCommand = map[gpu.Vendor][]string{gpu.NVIDIA: append([]string{"/app"}, DefaultGPUListCommand[gpu.NVIDIA]...)}
+	plan := d.State.Plan
+	plan.Mode, plan.Vendor = lab.ModeStandard, gpu.NVIDIA
+	plan.Workers = append([]lab.Worker(nil), plan.Workers...)
+	plan.Workers[0].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
+	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID1, Index: 1}
+	d.State.Plan = plan
 }
