@@ -29,7 +29,10 @@ type app struct {
 	connect func(ctx context.Context) (docker.Engine, error)
 }
 
-func newRoot(out, errOut io.Writer) *cobra.Command {
+func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).root() }
+
+// newApp is the CLI's state before flags are parsed; tests replace connect.
+func newApp(out, errOut io.Writer) *app {
 	a := &app{out: out, errOut: errOut}
 	a.connect = func(ctx context.Context) (docker.Engine, error) {
 		e, err := docker.Connect(ctx)
@@ -38,6 +41,11 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		}
 		return e, nil
 	}
+	return a
+}
+
+func (a *app) root() *cobra.Command {
+	out, errOut := a.out, a.errOut
 	root := &cobra.Command{
 		Use:   "mltrain",
 		Short: "Turn one GPU node into a complete, verified Ray training lab",

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
@@ -24,20 +26,18 @@ it is healthy and has rejoined the cluster.`,
 		if err != nil || n < 0 {
 			return clierr.WithCode(clierr.Hintf("e.g. 'mltrain worker stop 1'", "worker index %q is not a number >= 0", args[1]), clierr.ExitNotBuilt)
 		}
+		action := map[string]func(context.Context, docker.Engine, string, int) (string, error){
+			"stop": lifecycle.StopWorker, "start": lifecycle.StartWorker,
+		}[args[0]]
+		if action == nil {
+			return clierr.WithCode(clierr.Hintf("use 'mltrain worker stop N' or 'mltrain worker start N'", "unknown worker action %q", args[0]), clierr.ExitNotBuilt)
+		}
 		eng, err := a.connect(cmd.Context())
 		if err != nil {
 			return err
 		}
 		defer eng.Close()
-		var name string
-		switch args[0] {
-		case "stop":
-			name, err = lifecycle.StopWorker(cmd.Context(), eng, a.project, n)
-		case "start":
-			name, err = lifecycle.StartWorker(cmd.Context(), eng, a.project, n)
-		default:
-			return clierr.WithCode(clierr.Hintf("use 'mltrain worker stop N' or 'mltrain worker start N'", "unknown worker action %q", args[0]), clierr.ExitNotBuilt)
-		}
+		name, err := action(cmd.Context(), eng, a.project, n)
 		if err != nil {
 			return err
 		}
