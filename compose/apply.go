@@ -352,10 +352,14 @@ func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout ti
 }
 
 func removeLabelled(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) error {
-	// Networks are not listable through the narrow interface; the lab's
-	// network names follow the project, so remove the default one by name.
-	if err := eng.NetworkRemove(ctx, project+"_default"); err != nil {
+	nets, err := eng.NetworkList(ctx, map[string]string{LabelProject: project})
+	if err != nil {
 		return err
+	}
+	for _, n := range nets {
+		if err := eng.NetworkRemove(ctx, n); err != nil {
+			return err
+		}
 	}
 	if !removeVolumes {
 		return nil

@@ -105,6 +105,10 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	_, err = eng.VolumeInspect(ctx, name+"_data")
 	require.NoError(t, err)
 
+	nets, err := eng.NetworkList(ctx, map[string]string{LabelProject: name})
+	require.NoError(t, err)
+	assert.Equal(t, []string{name + "_default"}, nets)
+
 	// Second apply: nothing recreated, same IDs.
 	res, err = Apply(ctx, eng, sleeperProject(t, name, img, "a", ""), ApplyOptions{StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
@@ -134,6 +138,9 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, removed, 3)
 	assert.Empty(t, ids(t, eng, name))
+	nets, err = eng.NetworkList(ctx, map[string]string{LabelProject: name})
+	require.NoError(t, err)
+	assert.Empty(t, nets, "down removes the lab's networks")
 	_, err = eng.VolumeInspect(ctx, name+"_data")
 	require.NoError(t, err, "down keeps volumes")
 	_, err = Down(ctx, eng, name, 2*time.Second, true, nil)

@@ -281,6 +281,19 @@ func (s *SDK) NetworkEnsure(ctx context.Context, name string, labels map[string]
 	return true, nil
 }
 
+func (s *SDK) NetworkList(ctx context.Context, labels map[string]string) ([]string, error) {
+	r, err := s.c.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilters(labels)})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	var out []string
+	for _, n := range r.Items {
+		out = append(out, n.Name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (s *SDK) NetworkRemove(ctx context.Context, name string) error {
 	if _, err := s.c.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err != nil && !IsNotFound(err) {
 		return fmt.Errorf("remove network %s: %w", name, err)

@@ -32,6 +32,8 @@ type Engine interface {
 
 	NetworkEnsure(ctx context.Context, name string, labels map[string]string) (created bool, err error)
 	NetworkRemove(ctx context.Context, name string) error // nil when already gone
+	// NetworkList names the networks carrying every given label.
+	NetworkList(ctx context.Context, labels map[string]string) ([]string, error)
 
 	VolumeEnsure(ctx context.Context, name string, labels map[string]string) (created bool, err error)
 	VolumeInspect(ctx context.Context, name string) (Volume, error) // IsNotFound when absent

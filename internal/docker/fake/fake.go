@@ -153,6 +153,19 @@ func (f *Engine) NetworkEnsure(_ context.Context, name string, labels map[string
 	return true, nil
 }
 
+func (f *Engine) NetworkList(_ context.Context, labels map[string]string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for name, l := range f.Networks {
+		if matches(l, labels) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (f *Engine) NetworkRemove(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
