@@ -244,8 +244,20 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, na
 	if err != nil {
 		return err
 	}
+	// A service that has a container already (running, or left created by an
+	// interrupted up) is the engine's to start: its port may be bound by the
+	// engine for it even before it shows as published.
+	have := map[string]bool{}
+	for _, c := range all {
+		if c.Labels[compose.LabelProject] == p.Name {
+			have[c.Labels[compose.LabelService]] = true
+		}
+	}
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
+		if have[name] {
+			continue
+		}
 		for _, pc := range s.Ports {
 			port, err := strconv.Atoi(pc.Published)
 			if err != nil {
