@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,6 +92,6 @@ func printUp(w io.Writer, r lifecycle.UpResult) {
 	fmt.Fprintf(w, "  Jupyter         %s?token=%s\n", r.URLs.Jupyter, c.JupyterToken)
 	fmt.Fprintf(w, "  Grafana         %s  (anonymous viewer; admin / %s)\n", r.URLs.Grafana, c.GrafanaAdminPassword)
 	fmt.Fprintf(w, "  MinIO console   %s  (%s / %s)\n", r.URLs.MinIOConsole, c.MinIOAccessKey, c.MinIOSecretKey)
-	fmt.Fprintf(w, "\nCredentials are kept in %s/%s (mode 0600).\n", r.StateDir, lab.CredentialsFile)
+	fmt.Fprintf(w, "\nCredentials are kept in %s (mode 0600).\n", filepath.Join(r.StateDir, lab.CredentialsFile))
 	fmt.Fprintln(w, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
 }
