@@ -18,6 +18,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -136,12 +137,12 @@ func ensureNetworksAndVolumes(ctx context.Context, eng docker.Engine, p *types.P
 		if n.External {
 			continue
 		}
-		labels := maps.Clone(map[string]string(n.Labels))
-		if labels == nil {
-			labels = map[string]string{}
+		lbl := maps.Clone(map[string]string(n.Labels))
+		if lbl == nil {
+			lbl = map[string]string{}
 		}
-		labels[LabelProject], labels[LabelNetwork], labels[LabelVersion], labels[LabelManagedBy] = p.Name, k, composeVersion, "mltrain"
-		created, err := eng.NetworkEnsure(ctx, name, labels)
+		lbl[labels.Project], lbl[labels.Network], lbl[labels.Version], lbl[labels.ManagedBy] = p.Name, k, labels.ComposeVersion, labels.ManagedByValue
+		created, err := eng.NetworkEnsure(ctx, name, lbl)
 		if err != nil {
 			return err
 		}
@@ -153,12 +154,12 @@ func ensureNetworksAndVolumes(ctx context.Context, eng docker.Engine, p *types.P
 		if v.External {
 			continue
 		}
-		labels := maps.Clone(map[string]string(v.Labels))
-		if labels == nil {
-			labels = map[string]string{}
+		lbl := maps.Clone(map[string]string(v.Labels))
+		if lbl == nil {
+			lbl = map[string]string{}
 		}
-		labels[LabelProject], labels[LabelVolume], labels[LabelVersion], labels[LabelManagedBy] = p.Name, k, composeVersion, "mltrain"
-		created, err := eng.VolumeEnsure(ctx, VolumeName(p, k), labels)
+		lbl[labels.Project], lbl[labels.Volume], lbl[labels.Version], lbl[labels.ManagedBy] = p.Name, k, labels.ComposeVersion, labels.ManagedByValue
+		created, err := eng.VolumeEnsure(ctx, VolumeName(p, k), lbl)
 		if err != nil {
 			return err
 		}
@@ -172,14 +173,14 @@ func ensureNetworksAndVolumes(ctx context.Context, eng docker.Engine, p *types.P
 // removeOrphans removes the project's containers whose service is gone
 // (e.g. after `up --workers 1` following a 2-worker lab).
 func removeOrphans(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOptions) ([]string, error) {
-	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: p.Name})
+	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: p.Name})
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
 	for _, c := range list {
-		svc := c.Labels[LabelService]
-		if _, ok := p.Services[svc]; ok || c.Labels[LabelOneoff] == "True" {
+		svc := c.Labels[labels.Service]
+		if _, ok := p.Services[svc]; ok || c.Labels[labels.Oneoff] == "True" {
 			continue
 		}
 		if err := eng.ContainerStop(ctx, c.ID, o.StopTimeout); err != nil {
@@ -222,31 +223,31 @@ func ensureService(ctx context.Context, eng docker.Engine, p *types.Project, s t
 		return "", err
 	}
 	name := ContainerName(p, s)
-	labels := maps.Clone(map[string]string(s.Labels))
-	if labels == nil {
-		labels = map[string]string{}
+	lbl := maps.Clone(map[string]string(s.Labels))
+	if lbl == nil {
+		lbl = map[string]string{}
 	}
 	deps := make([]string, 0, len(s.DependsOn))
 	for d, c := range s.DependsOn {
 		deps = append(deps, fmt.Sprintf("%s:%s:%t", d, c.Condition, c.Restart))
 	}
 	sort.Strings(deps)
-	maps.Copy(labels, map[string]string{
-		LabelProject: p.Name, LabelService: s.Name, LabelNumber: "1", LabelOneoff: "False",
-		LabelConfigHash: hash, LabelVersion: composeVersion, LabelImage: img.ID,
-		LabelDependsOn: strings.Join(deps, ","), LabelManagedBy: "mltrain",
-		LabelWorkingDir: o.WorkingDir, LabelConfigFiles: strings.Join(o.ConfigFiles, ","),
+	maps.Copy(lbl, map[string]string{
+		labels.Project: p.Name, labels.Service: s.Name, labels.Number: "1", labels.Oneoff: "False",
+		labels.ConfigHash: hash, labels.Version: labels.ComposeVersion, labels.Image: img.ID,
+		labels.DependsOn: strings.Join(deps, ","), labels.ManagedBy: labels.ManagedByValue,
+		labels.WorkingDir: o.WorkingDir, labels.ConfigFiles: strings.Join(o.ConfigFiles, ","),
 	})
 
 	action := "created"
 	cur, err := eng.ContainerInspect(ctx, name)
 	switch {
 	case err == nil:
-		if cur.Labels[LabelProject] != p.Name {
+		if cur.Labels[labels.Project] != p.Name {
 			return "", clierr.WithHint(fmt.Errorf("service %s: a container named %s exists and is not part of lab %q", s.Name, name, p.Name),
 				fmt.Sprintf("remove it ('docker rm -f %s') or choose another lab name with --project", name))
 		}
-		if cur.Labels[LabelConfigHash] == hash {
+		if cur.Labels[labels.ConfigHash] == hash {
 			if cur.Running {
 				return "unchanged", nil
 			}
@@ -265,7 +266,7 @@ func ensureService(ctx context.Context, eng docker.Engine, p *types.Project, s t
 	case !docker.IsNotFound(err):
 		return "", err
 	}
-	spec, err := toSpec(p, s, labels)
+	spec, err := ToSpec(p, s, lbl)
 	if err != nil {
 		return "", err
 	}
@@ -296,7 +297,7 @@ func explainStart(s types.ServiceConfig, name string, err error) error {
 // Down removes the project's containers (dependents first) and its networks.
 // Volumes are removed only when removeVolumes is set.
 func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout time.Duration, removeVolumes bool, rep progress.Reporter) ([]string, error) {
-	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: project})
+	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +305,7 @@ func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout ti
 	// container that others depend on stops after them.
 	dependedOn := map[string]bool{}
 	for _, c := range list {
-		for _, d := range strings.Split(c.Labels[LabelDependsOn], ",") {
+		for _, d := range strings.Split(c.Labels[labels.DependsOn], ",") {
 			if svc, _, ok := strings.Cut(d, ":"); ok {
 				dependedOn[svc] = true
 			}
@@ -316,7 +317,7 @@ func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout ti
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, c := range list {
-			if dependedOn[c.Labels[LabelService]] != wave {
+			if dependedOn[c.Labels[labels.Service]] != wave {
 				continue
 			}
 			wg.Add(1)
@@ -352,7 +353,7 @@ func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout ti
 }
 
 func removeLabelled(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) error {
-	nets, err := eng.NetworkList(ctx, map[string]string{LabelProject: project})
+	nets, err := eng.NetworkList(ctx, map[string]string{labels.Project: project})
 	if err != nil {
 		return err
 	}
@@ -364,7 +365,7 @@ func removeLabelled(ctx context.Context, eng docker.Engine, project string, remo
 	if !removeVolumes {
 		return nil
 	}
-	vols, err := eng.VolumeList(ctx, map[string]string{LabelProject: project})
+	vols, err := eng.VolumeList(ctx, map[string]string{labels.Project: project})
 	if err != nil {
 		return err
 	}

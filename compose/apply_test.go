@@ -16,6 +16,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -61,11 +62,11 @@ volumes:
 
 func ids(t *testing.T, eng docker.Engine, project string) map[string]string {
 	t.Helper()
-	list, err := eng.ContainerList(context.Background(), map[string]string{LabelProject: project})
+	list, err := eng.ContainerList(context.Background(), map[string]string{labels.Project: project})
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, c := range list {
-		out[c.Labels[LabelService]] = c.ID
+		out[c.Labels[labels.Service]] = c.ID
 	}
 	return out
 }
@@ -78,7 +79,7 @@ func cleanupProject(t *testing.T, eng docker.Engine, name string) {
 
 func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	eng := dockertest.Engine(t)
-	img := dockertest.GoImage(t, eng, "mltrain-test/sleeper:dev", "../internal/docker/dockertest/testdata/sleeper", nil)
+	img := dockertest.SleeperImage(t, eng)
 	name := dockertest.UniqueName(t, "mlt")
 	cleanupProject(t, eng, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -94,8 +95,8 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	require.Len(t, first, 3)
 	d, err := eng.ContainerInspect(ctx, name+"-app1")
 	require.NoError(t, err)
-	assert.Equal(t, "app1", d.Labels[LabelService])
-	assert.NotEmpty(t, d.Labels[LabelConfigHash])
+	assert.Equal(t, "app1", d.Labels[labels.Service])
+	assert.NotEmpty(t, d.Labels[labels.ConfigHash])
 	assert.Contains(t, d.Env, "SETTING=a")
 	assert.NotEmpty(t, d.Networks[name+"_default"], "on the project network")
 	db, err := eng.ContainerInspect(ctx, name+"-db")
@@ -105,7 +106,7 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	_, err = eng.VolumeInspect(ctx, name+"_data")
 	require.NoError(t, err)
 
-	nets, err := eng.NetworkList(ctx, map[string]string{LabelProject: name})
+	nets, err := eng.NetworkList(ctx, map[string]string{labels.Project: name})
 	require.NoError(t, err)
 	assert.Equal(t, []string{name + "_default"}, nets)
 
@@ -138,7 +139,7 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, removed, 3)
 	assert.Empty(t, ids(t, eng, name))
-	nets, err = eng.NetworkList(ctx, map[string]string{LabelProject: name})
+	nets, err = eng.NetworkList(ctx, map[string]string{labels.Project: name})
 	require.NoError(t, err)
 	assert.Empty(t, nets, "down removes the lab's networks")
 	_, err = eng.VolumeInspect(ctx, name+"_data")
@@ -151,7 +152,7 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 
 func TestApplyFailsFastWhenDependencyExits(t *testing.T) {
 	eng := dockertest.Engine(t)
-	img := dockertest.GoImage(t, eng, "mltrain-test/sleeper:dev", "../internal/docker/dockertest/testdata/sleeper", nil)
+	img := dockertest.SleeperImage(t, eng)
 	name := dockertest.UniqueName(t, "mlt")
 	cleanupProject(t, eng, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -174,7 +175,7 @@ func TestApplyFailsFastWhenDependencyExits(t *testing.T) {
 
 func TestApplyCancelledThenConverges(t *testing.T) {
 	eng := dockertest.Engine(t)
-	img := dockertest.GoImage(t, eng, "mltrain-test/sleeper:dev", "../internal/docker/dockertest/testdata/sleeper", nil)
+	img := dockertest.SleeperImage(t, eng)
 	name := dockertest.UniqueName(t, "mlt")
 	cleanupProject(t, eng, name)
 
@@ -208,7 +209,7 @@ func (c cancelOn) Report(e progress.Event) {
 
 func TestApplyRefusesForeignContainerAndMissingImage(t *testing.T) {
 	eng := dockertest.Engine(t)
-	img := dockertest.GoImage(t, eng, "mltrain-test/sleeper:dev", "../internal/docker/dockertest/testdata/sleeper", nil)
+	img := dockertest.SleeperImage(t, eng)
 	name := dockertest.UniqueName(t, "mlt")
 	cleanupProject(t, eng, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -56,10 +56,10 @@ func serviceNetworks(s types.ServiceConfig) []string {
 	return keys
 }
 
-// toSpec translates one compose service into the engine's container create
+// ToSpec translates one compose service into the engine's container create
 // request. Fields the lab never uses and the engine API cannot express
 // one-to-one are refused by name rather than silently dropped.
-func toSpec(p *types.Project, s types.ServiceConfig, labels map[string]string) (docker.ContainerSpec, error) {
+func ToSpec(p *types.Project, s types.ServiceConfig, labels map[string]string) (docker.ContainerSpec, error) {
 	if err := unsupported(s); err != nil {
 		return docker.ContainerSpec{}, err
 	}

@@ -18,6 +18,13 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
+// Compose's conventional file names: a project's file and the user's override
+// merged over it, the standard way.
+const (
+	ComposeFile  = "compose.yaml"
+	OverrideFile = "compose.override.yaml"
+)
+
 // Load reads dir/compose.yaml, merged with dir/compose.override.yaml when
 // present, through compose-go's loader exactly as `docker compose` would
 // (schema validation, interpolation from the environment and dir/.env,

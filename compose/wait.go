@@ -9,6 +9,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 // LogTail is how many log lines a container failure shows.
@@ -149,7 +150,7 @@ func waitExited0(ctx context.Context, eng docker.Engine, name string, timeout ti
 // is unhealthy is returned as a failure. Readiness loops call it between
 // probes so a crashed service fails `up` at once instead of at the timeout.
 func Watch(ctx context.Context, eng docker.Engine, project string) error {
-	list, err := eng.ContainerList(ctx, map[string]string{LabelProject: project})
+	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
 	if err != nil {
 		return err
 	}

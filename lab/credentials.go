@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/mltrain/mltrain/internal/atomicfile"
 	"github.com/mltrain/mltrain/internal/clierr"
 )
-
-// CredentialsFile is the name of the credentials file in the state dir.
-const CredentialsFile = "credentials.json"
 
 // GrafanaAdminUser is Grafana's admin login (its password is random).
 const GrafanaAdminUser = "admin"
@@ -77,55 +74,60 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// EnsureStateDir creates the state dir (0700) if needed and proves it is
-// writable.
-func EnsureStateDir(dir string) error {
-	hint := fmt.Sprintf("make %s writable ('sudo chown -R $USER %s') or choose another with --state-dir DIR", dir, dir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s cannot be created: %w", dir, err), hint)
-	}
-	f, err := os.CreateTemp(dir, ".write-test-*")
-	if err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s is not writable: %w", dir, err), hint)
-	}
-	name := f.Name()
-	f.Close()
-	if err := os.Remove(name); err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s: %w", dir, err), hint)
-	}
-	return nil
-}
-
-// LoadOrCreateCredentials returns the lab's credentials from
-// <stateDir>/credentials.json, generating and storing them (0600) the first
-// time. A file readable by others is refused, not silently fixed: its
-// secrets may already have leaked, and the user should know.
-func LoadOrCreateCredentials(stateDir string) (Credentials, error) {
-	if err := EnsureStateDir(stateDir); err != nil {
-		return Credentials{}, err
-	}
-	path := filepath.Join(stateDir, CredentialsFile)
+// Credentials reads the lab's credentials. It never creates them: secrets
+// minted now would not be the ones the running lab (MinIO's data, Grafana's
+// database, the Ray nodes) was started with, and every later call would fail
+// authentication with no clear cause. Only up and render create them
+// (CreateCredentials).
+func (d StateDir) Credentials() (Credentials, error) {
+	path := d.File(CredentialsFile)
 	c, err := readCredentials(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		c = GenerateCredentials()
-		if err := writeNew(path, c); err != nil {
-			if !errors.Is(err, fs.ErrExist) {
-				return Credentials{}, err
-			}
-			// Another mltrain created it first: use theirs.
-			return readCredentials(path)
-		}
-		return c, nil
+	if isMissing(err) {
+		return Credentials{}, clierr.Hintf("run 'mltrain up' to re-create the lab with new credentials ('mltrain down --volumes' first if its old MinIO and Grafana data must go), or pass the --state-dir/--project of the lab you mean",
+			"the lab's credentials file %s is missing", path)
 	}
 	if err != nil {
 		return Credentials{}, err
 	}
-	if fill(&c) { // a file from an older mltrain lacks a newer secret
-		if err := replace(path, c); err != nil {
-			return Credentials{}, err
-		}
+	if err := c.Validate(); err != nil {
+		return Credentials{}, clierr.WithHint(fmt.Errorf("credentials file %s: %w", path, err), "run 'mltrain up' to complete it")
 	}
 	return c, nil
+}
+
+// CreateCredentials returns the lab's credentials, generating and storing
+// them (0600) the first time; created says whether they are new. A file
+// from an older mltrain is completed with the secrets it lacks. A file
+// readable by others is refused, not silently fixed: its secrets may already
+// have leaked, and the user should know.
+func (d StateDir) CreateCredentials() (c Credentials, created bool, err error) {
+	if err := d.Ensure(); err != nil {
+		return Credentials{}, false, err
+	}
+	path := d.File(CredentialsFile)
+	c, err = readCredentials(path)
+	if isMissing(err) {
+		c = GenerateCredentials()
+		b, _ := json.MarshalIndent(c, "", "  ")
+		if err := atomicfile.WriteNew(path, append(b, '\n'), 0o600); err != nil {
+			if !errors.Is(err, fs.ErrExist) {
+				return Credentials{}, false, clierr.WithHint(fmt.Errorf("storing credentials: %w", err), "check that the state dir is writable, or use --state-dir DIR")
+			}
+			// Another mltrain created it first: use theirs.
+			c, err = readCredentials(path)
+			return c, false, err
+		}
+		return c, true, nil
+	}
+	if err != nil {
+		return Credentials{}, false, err
+	}
+	if fill(&c) { // a file from an older mltrain lacks a newer secret
+		if err := d.WriteJSON(CredentialsFile, c); err != nil {
+			return Credentials{}, false, err
+		}
+	}
+	return c, false, nil
 }
 
 func readCredentials(path string) (Credentials, error) {
@@ -144,55 +146,7 @@ func readCredentials(path string) (Credentials, error) {
 	var c Credentials
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Credentials{}, clierr.WithHint(fmt.Errorf("credentials file %s is not valid JSON: %w", path, err),
-			"restore it from a backup, or move it away to generate new secrets (MinIO and Grafana data made with the old ones will not accept them)")
+			"restore it from a backup, or move it away and run 'mltrain up' to generate new secrets (MinIO and Grafana data made with the old ones will not accept them: 'mltrain down --volumes' first)")
 	}
 	return c, nil
-}
-
-// writeNew stores c at path only if path does not exist yet (hard link of a
-// complete temp file), so concurrent first runs agree on one set.
-func writeNew(path string, c Credentials) error {
-	tmp, err := writeTemp(path, c)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		return clierr.WithHint(fmt.Errorf("storing credentials %s: %w", path, err), "check that the state dir is writable, or use --state-dir DIR")
-	}
-	return nil
-}
-
-func replace(path string, c Credentials) error {
-	tmp, err := writeTemp(path, c)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return clierr.WithHint(fmt.Errorf("storing credentials %s: %w", path, err), "check that the state dir is writable, or use --state-dir DIR")
-	}
-	return nil
-}
-
-func writeTemp(path string, c Credentials) (string, error) {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".credentials-*") // mode 0600
-	if err != nil {
-		return "", clierr.WithHint(fmt.Errorf("storing credentials in %s: %w", filepath.Dir(path), err), "check that the state dir is writable, or use --state-dir DIR")
-	}
-	_, werr := f.Write(append(b, '\n'))
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("writing credentials %s: %w", f.Name(), err)
-	}
-	return f.Name(), nil
 }

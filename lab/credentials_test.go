@@ -16,7 +16,7 @@ import (
 
 func TestCredentialsCreatedOnceAndStable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	a, err := LoadOrCreateCredentials(dir)
+	a, err := create(dir)
 	require.NoError(t, err)
 	require.NoError(t, a.Validate())
 
@@ -27,7 +27,7 @@ func TestCredentialsCreatedOnceAndStable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), dst.Mode().Perm(), "the state dir is private")
 
-	b, err := LoadOrCreateCredentials(dir)
+	b, err := create(dir)
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "a second run reuses the stored secrets")
 
@@ -50,20 +50,20 @@ func TestCredentialsAreRandom(t *testing.T) {
 		assert.Len(t, c.RayAuthToken, 64)
 		assert.Len(t, c.JupyterToken, 48)
 	}
-	a, err := LoadOrCreateCredentials(t.TempDir())
+	a, err := create(t.TempDir())
 	require.NoError(t, err)
-	b, err := LoadOrCreateCredentials(t.TempDir())
+	b, err := create(t.TempDir())
 	require.NoError(t, err)
 	assert.NotEqual(t, a, b, "two labs get different secrets")
 }
 
 func TestLooseCredentialsPermissionsRefused(t *testing.T) {
 	dir := t.TempDir()
-	_, err := LoadOrCreateCredentials(dir)
+	_, err := create(dir)
 	require.NoError(t, err)
 	path := filepath.Join(dir, CredentialsFile)
 	require.NoError(t, os.Chmod(path, 0o644))
-	_, err = LoadOrCreateCredentials(dir)
+	_, err = create(dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
 	assert.Contains(t, err.Error(), "0644")
@@ -76,7 +76,7 @@ func TestUnwritableStateDir(t *testing.T) {
 		parent := t.TempDir()
 		blocker := filepath.Join(parent, "file")
 		require.NoError(t, os.WriteFile(blocker, nil, 0o600))
-		_, err := LoadOrCreateCredentials(filepath.Join(blocker, "state"))
+		_, err := create(filepath.Join(blocker, "state"))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), filepath.Join(blocker, "state"))
 		assert.Contains(t, clierr.Hint(err), "--state-dir")
@@ -86,7 +86,7 @@ func TestUnwritableStateDir(t *testing.T) {
 	require.NoError(t, os.Chmod(parent, 0o500))
 	t.Cleanup(func() { os.Chmod(parent, 0o700) })
 	dir := filepath.Join(parent, "state")
-	_, err := LoadOrCreateCredentials(dir)
+	_, err := create(dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), dir)
 	assert.Contains(t, clierr.Hint(err), "--state-dir")
@@ -97,7 +97,7 @@ func TestOlderCredentialsFileIsCompletedNotReplaced(t *testing.T) {
 	path := filepath.Join(dir, CredentialsFile)
 	old := `{"minio_access_key":"OLDKEY","minio_secret_key":"OLDSECRET","grafana_admin_password":"OLDPW","jupyter_token":"OLDTOKEN"}`
 	require.NoError(t, os.WriteFile(path, []byte(old), 0o600))
-	c, err := LoadOrCreateCredentials(dir)
+	c, err := create(dir)
 	require.NoError(t, err)
 	assert.Equal(t, "OLDKEY", c.MinIOAccessKey)
 	assert.Equal(t, "OLDPW", c.GrafanaAdminPassword)
@@ -116,7 +116,7 @@ func TestCorruptCredentialsNamesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, CredentialsFile)
 	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o600))
-	_, err := LoadOrCreateCredentials(dir)
+	_, err := create(dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
 	assert.True(t, strings.Contains(clierr.Hint(err), "move it away"))
@@ -132,7 +132,7 @@ func TestConcurrentFirstRunsAgree(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			got[i], errs[i] = LoadOrCreateCredentials(dir)
+			got[i], errs[i] = create(dir)
 		}(i)
 	}
 	wg.Wait()
@@ -140,4 +140,41 @@ func TestConcurrentFirstRunsAgree(t *testing.T) {
 		require.NoError(t, errs[i])
 		assert.Equal(t, got[0], got[i])
 	}
+}
+
+// create is what up and render do: load the lab's credentials, or make them.
+func create(dir string) (Credentials, error) {
+	c, _, err := StateDir(dir).CreateCredentials()
+	return c, err
+}
+
+func TestReadingNeverCreates(t *testing.T) {
+	dir := t.TempDir()
+	_, err := StateDir(dir).Credentials()
+	require.Error(t, err)
+	path := filepath.Join(dir, CredentialsFile)
+	assert.Contains(t, err.Error(), path, "the error names the missing file")
+	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Contains(t, clierr.Hint(err), "mltrain down --volumes")
+	_, statErr := os.Stat(path)
+	assert.True(t, os.IsNotExist(statErr), "no credentials.json appears")
+
+	c, created, err := StateDir(dir).CreateCredentials()
+	require.NoError(t, err)
+	assert.True(t, created)
+	read, err := StateDir(dir).Credentials()
+	require.NoError(t, err)
+	assert.Equal(t, c, read)
+	_, created, err = StateDir(dir).CreateCredentials()
+	require.NoError(t, err)
+	assert.False(t, created, "a second up reuses them")
+}
+
+func TestReadingAnIncompleteFileSaysToRunUp(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, CredentialsFile), []byte(`{"minio_access_key":"K"}`), 0o600))
+	_, err := StateDir(dir).Credentials()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "minio_secret_key is empty")
+	assert.Contains(t, clierr.Hint(err), "mltrain up")
 }

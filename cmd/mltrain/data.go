@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,7 +46,7 @@ func (a *app) dataCmd() *cobra.Command {
 				}
 				return err
 			}
-			o.CacheDir, o.Reporter = filepath.Join(a.StateDir(), "cache"), rep
+			o.CacheDir, o.Reporter = a.StateDir().File("cache"), rep
 			res, err := food11.Run(cmd.Context(), eng, o)
 			done()
 			if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func (a *app) downCmd() *cobra.Command {
@@ -38,7 +38,7 @@ never removed by down.`,
 		}
 		defer eng.Close()
 		rep, done := a.reporter()
-		removed, err := lifecycle.Down(cmd.Context(), eng, a.project, volumes, rep)
+		removed, err := lab.Down(cmd.Context(), eng, a.project, volumes, rep)
 		done()
 		if err != nil {
 			return err

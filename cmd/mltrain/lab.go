@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // labConn is where the exercises find Ray and MinIO: flags, then Ray's and
@@ -123,11 +120,23 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 	return err
 }
 
-// labEnv connects the exercises to Ray, MinIO and Docker.
+// labEnv connects the exercises to Ray, MinIO and Docker: flags, then Ray's
+// and AWS's own environment variables, then the lab in the state dir.
 func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
-	st, stErr := labEnvFromState(a.StateDir())
-	if stErr != nil && !errors.Is(stErr, errLabStateNotFound) {
-		return exercise.Env{}, nil, stErr
+	var st labState
+	dir := a.StateDir()
+	if _, err := os.Stat(dir.File(lab.StateFile)); err == nil {
+		// The lab is here: its credentials must be too (never minted anew).
+		lc, err := dir.Connect()
+		if err != nil {
+			return exercise.Env{}, nil, err
+		}
+		st = labState{RayAddress: lc.Probes.Ray, RayToken: lc.Creds.RayAuthToken, Source: dir.File(lab.CredentialsFile),
+			MinIOEndpoint: lc.Probes.MinIO, MinIOAccessKey: lc.Creds.MinIOAccessKey, MinIOSecretKey: lc.Creds.MinIOSecretKey}
+		if lc.Plan.Mode == lab.ModeCPU {
+			// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
+			st.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
+		}
 	}
 	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress), st.RayAddress)
 	token, source := c.rayToken, "--ray-token"
@@ -141,15 +150,11 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 	if err != nil {
 		return exercise.Env{}, nil, err
 	}
-	env := exercise.Env{Ray: rc, Project: a.project, StateDir: a.StateDir(), Workspace: c.workspace, JobEnv: st.JobEnv}
+	env := exercise.Env{Ray: rc, Project: a.project, StateDir: dir, Workspace: c.workspace, JobEnv: st.JobEnv}
 	if len(c.jobEnv) > 0 {
 		env.JobEnv = map[string]string{}
-		for k, v := range st.JobEnv {
-			env.JobEnv[k] = v
-		}
-		for k, v := range c.jobEnv {
-			env.JobEnv[k] = v
-		}
+		maps.Copy(env.JobEnv, st.JobEnv)
+		maps.Copy(env.JobEnv, c.jobEnv)
 	}
 	endpoint := labFirstSet(c.minioEndpoint, os.Getenv("AWS_ENDPOINT_URL"), st.MinIOEndpoint)
 	access := labFirstSet(os.Getenv("AWS_ACCESS_KEY_ID"), st.MinIOAccessKey)
@@ -183,33 +188,6 @@ type labState struct {
 	MinIOAccessKey string
 	MinIOSecretKey string
 	JobEnv         map[string]string // e.g. MLTRAIN_ACCELERATOR=cpu in a CPU rehearsal
-}
-
-var errLabStateNotFound = errors.New("no lab state")
-
-// labEnvFromState reads the Ray and MinIO addresses (state.json) and
-// credentials (credentials.json) that `mltrain up` keeps in the state dir.
-func labEnvFromState(stateDir string) (labState, error) {
-	st, err := lifecycle.LoadState(stateDir)
-	if err != nil {
-		if _, statErr := os.Stat(filepath.Join(stateDir, lifecycle.StateFile)); errors.Is(statErr, fs.ErrNotExist) {
-			return labState{}, fmt.Errorf("%w in %s", errLabStateNotFound, stateDir)
-		}
-		return labState{}, err
-	}
-	creds, err := lab.LoadOrCreateCredentials(stateDir)
-	if err != nil {
-		return labState{}, err
-	}
-	out := labState{
-		RayAddress: st.Probes.Ray, RayToken: creds.RayAuthToken, Source: filepath.Join(stateDir, lab.CredentialsFile),
-		MinIOEndpoint: st.Probes.MinIO, MinIOAccessKey: creds.MinIOAccessKey, MinIOSecretKey: creds.MinIOSecretKey,
-	}
-	if st.Plan.Mode == lab.ModeCPU {
-		// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
-		out.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
-	}
-	return out, nil
 }
 
 func labFirstSet(vs ...string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
@@ -56,7 +57,7 @@ func TestLabSubmitEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.True(t, rec.OK)
 	assert.Equal(t, ray.Succeeded, rec.Jobs[0].Status)
-	saved, err := exercise.LoadRecord(state, "submit")
+	saved, err := exercise.LoadRecord(lab.StateDir(state), "submit")
 	require.NoError(t, err)
 	assert.True(t, saved.OK)
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -64,11 +63,11 @@ Credentials are generated once and kept in the output directory (0600).`,
 				return err
 			}
 		}
-		dir := out
-		if dir == "" {
-			dir = a.StateDir()
+		dir := a.StateDir()
+		if out != "" {
+			dir = lab.StateDir(out)
 		}
-		creds, err := lab.LoadOrCreateCredentials(dir)
+		creds, _, err := dir.CreateCredentials()
 		if err != nil {
 			return err
 		}
@@ -76,14 +75,12 @@ Credentials are generated once and kept in the output directory (0600).`,
 		if err != nil {
 			return err
 		}
-		files, err := compose.Write(dir, plan)
+		// Written and loaded back as `up` does: the user's override merged, validated.
+		rendered, err := lab.Render(cmd.Context(), dir, plan)
 		if err != nil {
 			return err
 		}
-		// Load it back as `up` will: the user's override merged, validated.
-		if _, err := compose.Load(cmd.Context(), dir); err != nil {
-			return err
-		}
+		files := rendered.Files
 		rep, done := a.reporter()
 		for _, w := range plan.Warnings {
 			progress.Warning(rep, w)
@@ -97,7 +94,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 	return cmd
 }
 
-func printRender(a *app, dir string, files []string, p lab.Plan) error {
+func printRender(a *app, dir lab.StateDir, files []string, p lab.Plan) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Lab %q: %s mode, %d worker(s)\n", p.Project, p.Mode, len(p.Workers))
 	fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s\n", p.Head.Container, p.Head.CPUs, lab.HumanBytes(p.Head.ShmBytes))
@@ -118,7 +115,7 @@ func printRender(a *app, dir string, files []string, p lab.Plan) error {
 	for _, f := range files {
 		fmt.Fprintf(&b, "  %s\n", f)
 	}
-	fmt.Fprintf(&b, "Review: docker compose -f %s config\n", filepath.Join(dir, compose.ComposeFile))
+	fmt.Fprintf(&b, "Review: docker compose -f %s config\n", dir.File(compose.ComposeFile))
 	_, err := fmt.Fprint(a.out, b.String())
 	return err
 }

@@ -73,7 +73,7 @@ func TestRenderJSONHasNoSecrets(t *testing.T) {
 	assert.Len(t, got.Plan.Workers, 2)
 	assert.Equal(t, "local/minio-standin:1", got.Plan.Images[lab.RoleMinIO])
 	assert.Equal(t, 18265, got.Plan.Ports[lab.PortDashboard])
-	creds, err := lab.LoadOrCreateCredentials(out)
+	creds, err := lab.StateDir(out).Credentials()
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, creds.RayAuthToken)
 	assert.NotContains(t, stdout, creds.MinIOSecretKey)
@@ -92,7 +92,7 @@ func TestRenderBadInput(t *testing.T) {
 		return append([]string{"render", "--gpus-from", good, "--cpus", "64", "--memory", "256g", "--out", t.TempDir()}, extra...)
 	}
 	looseDir := t.TempDir()
-	_, err := lab.LoadOrCreateCredentials(looseDir)
+	_, _, err := lab.StateDir(looseDir).CreateCredentials()
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(filepath.Join(looseDir, lab.CredentialsFile), 0o640))
 	blocker := filepath.Join(t.TempDir(), "file")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -13,6 +12,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab"
 )
 
 // app holds the global flags and the ways commands reach the outside world,
@@ -76,18 +76,11 @@ and verifies them.`,
 }
 
 // StateDir is the lab's state directory (not created here).
-func (a *app) StateDir() string {
+func (a *app) StateDir() lab.StateDir {
 	if a.stateDir != "" {
-		return a.stateDir
+		return lab.StateDir(a.stateDir)
 	}
-	if d := os.Getenv("MLTRAIN_STATE_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(".mltrain", a.project)
-	}
-	return filepath.Join(home, ".mltrain", a.project)
+	return lab.DefaultStateDir(a.project)
 }
 
 // reporter picks how progress is shown: JSON events with --json, a live view

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -20,7 +20,7 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			defer eng.Close()
-			st, err := lifecycle.GetStatus(cmd.Context(), eng, a.StateDir(), a.project)
+			st, err := lab.GetStatus(cmd.Context(), eng, a.StateDir(), a.project)
 			if err != nil {
 				return err
 			}

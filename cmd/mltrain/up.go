@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,6 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/lab"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/workspace"
 )
 
@@ -56,13 +54,13 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		}
 		defer eng.Close()
 		rep, done := a.reporter()
-		res, err := lifecycle.Up(ctx, lifecycle.Deps{
+		res, err := lab.Up(ctx, lab.UpDeps{
 			Engine: eng, Reporter: rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
 				return host.Detect(ctx, host.Options{HostIP: lf.hostIP})
 			},
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
-		}, lifecycle.UpOptions{
+		}, lab.UpOptions{
 			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
 			Timeout: timeout, NoRollback: noRollback,
 		})
@@ -79,7 +77,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	return cmd
 }
 
-func printUp(w io.Writer, r lifecycle.UpResult) {
+func printUp(w io.Writer, r lab.UpResult) {
 	p := r.Plan
 	fmt.Fprintf(w, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
 	if n := len(r.Apply.Created) + len(r.Apply.Recreated) + len(r.Apply.Started); n == 0 {
@@ -92,6 +90,6 @@ func printUp(w io.Writer, r lifecycle.UpResult) {
 	fmt.Fprintf(w, "  Jupyter         %s?token=%s\n", r.URLs.Jupyter, c.JupyterToken)
 	fmt.Fprintf(w, "  Grafana         %s  (anonymous viewer; admin / %s)\n", r.URLs.Grafana, c.GrafanaAdminPassword)
 	fmt.Fprintf(w, "  MinIO console   %s  (%s / %s)\n", r.URLs.MinIOConsole, c.MinIOAccessKey, c.MinIOSecretKey)
-	fmt.Fprintf(w, "\nCredentials are kept in %s (mode 0600).\n", filepath.Join(r.StateDir, lab.CredentialsFile))
+	fmt.Fprintf(w, "\nCredentials are kept in %s (mode 0600).\n", r.StateDir.File(lab.CredentialsFile))
 	fmt.Fprintln(w, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/lab"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -47,13 +46,13 @@ func TestVerifyALabThatIsDown(t *testing.T) {
 	dockertest.Engine(t)
 	dir := t.TempDir()
 	project := dockertest.UniqueName(t, "mltv-down")
-	creds, err := lab.LoadOrCreateCredentials(dir)
+	creds, _, err := lab.StateDir(dir).CreateCredentials()
 	require.NoError(t, err)
 	dead := "http://127.0.0.1:1"
 	plan := lab.Plan{Project: project, Mode: lab.ModeCPU, Accelerator: lab.AccelCPU, DataVolume: project + "-food11",
 		Workers: []lab.Worker{{Index: 0, Service: "ray-worker-0"}, {Index: 1, Service: "ray-worker-1"}}, Credentials: creds}
-	require.NoError(t, lifecycle.SaveState(dir, lifecycle.State{Project: project, Plan: plan,
-		Probes: lifecycle.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	require.NoError(t, lab.StateDir(dir).SaveState(lab.State{Project: project, Plan: plan,
+		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
 	junit := filepath.Join(dir, "verify.xml")
 
 	out, err := runErr(t, "verify", "--json", "--state-dir", dir, "--project", project, "--junit", junit,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
-	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func (a *app) workerCmd() *cobra.Command {
@@ -27,7 +27,7 @@ it is healthy and has rejoined the cluster.`,
 			return clierr.WithCode(clierr.Hintf("e.g. 'mltrain worker stop 1'", "worker index %q is not a number >= 0", args[1]), clierr.ExitNotBuilt)
 		}
 		action := map[string]func(context.Context, docker.Engine, string, int) (string, error){
-			"stop": lifecycle.StopWorker, "start": lifecycle.StartWorker,
+			"stop": lab.StopWorker, "start": lab.StartWorker,
 		}[args[0]]
 		if action == nil {
 			return clierr.WithCode(clierr.Hintf("use 'mltrain worker stop N' or 'mltrain worker start N'", "unknown worker action %q", args[0]), clierr.ExitNotBuilt)

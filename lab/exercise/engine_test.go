@@ -12,6 +12,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
@@ -24,7 +25,7 @@ func startWorker(t *testing.T, eng docker.Engine, img, project string, i int) do
 	_, err := eng.ContainerCreate(ctx, docker.ContainerSpec{
 		Name: name,
 		Config: &container.Config{Image: img, Labels: map[string]string{
-			dockertest.TestLabel: "1", exercise.LabelRole: exercise.RoleWorker, exercise.LabelProject: project}},
+			dockertest.TestLabel: "1", labels.Role: labels.RoleWorker, labels.Project: project}},
 		HostConfig: &container.HostConfig{},
 	})
 	require.NoError(t, err)
@@ -50,7 +51,7 @@ func firstIP(d docker.ContainerDetails) string {
 // the training node's, leaves the other alone, and starts it again.
 func TestFaultOnRealEngine(t *testing.T) {
 	eng := dockertest.Engine(t)
-	img := dockertest.GoImage(t, eng, "mltrain-test/exercise-worker:dev", "../../internal/docker/dockertest/testdata/sleeper", nil)
+	img := dockertest.SleeperImage(t, eng)
 	// A project name of its own, so workers of a real lab on this host are
 	// never candidates.
 	project := dockertest.UniqueName(t, "proj")

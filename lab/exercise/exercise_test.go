@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +16,12 @@ import (
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/internal/store/storetest"
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
@@ -30,12 +31,12 @@ type fixture struct {
 	env   exercise.Env
 	opts  exercise.Options
 	rec   *progress.Recorder
-	state string
+	state lab.StateDir
 }
 
 func newFixture(t *testing.T, eng docker.Engine) *fixture {
 	t.Helper()
-	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: t.TempDir()}
+	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: lab.StateDir(t.TempDir())}
 	f.s3.MakeBucket("ray")
 	rc, err := ray.New(ray.Options{Address: f.ray.URL})
 	require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestSubmitSucceeds(t *testing.T) {
 	assert.Equal(t, "/mnt/Food-11", vars["FOOD11_DATA_DIR"], "runtime.json's env_vars are kept")
 
 	// The default workspace was created in the state dir, and the record saved.
-	_, err = os.Stat(filepath.Join(f.state, "workspace", "train.py"))
+	_, err = os.Stat(f.state.File("workspace/train.py"))
 	require.NoError(t, err)
 	saved, err := exercise.LoadRecord(f.state, "submit")
 	require.NoError(t, err)
@@ -233,18 +234,18 @@ func labEngine() *fake.Engine {
 	for i, ip := range []string{"172.18.0.3", "172.18.0.4"} {
 		eng.AddContainer(docker.ContainerDetails{
 			Container: docker.Container{Name: fmt.Sprintf("ray-worker-%d", i), State: "running",
-				Labels: map[string]string{exercise.LabelRole: exercise.RoleWorker, exercise.LabelProject: "mltrain"}},
+				Labels: map[string]string{labels.Role: labels.RoleWorker, labels.Project: "mltrain"}},
 			Running: true, Networks: map[string]string{"mltrain": ip},
 		})
 	}
 	eng.AddContainer(docker.ContainerDetails{
-		Container: docker.Container{Name: "ray-head", State: "running", Labels: map[string]string{exercise.LabelRole: "head", exercise.LabelProject: "mltrain"}},
+		Container: docker.Container{Name: "ray-head", State: "running", Labels: map[string]string{labels.Role: "head", labels.Project: "mltrain"}},
 		Running:   true, Networks: map[string]string{"mltrain": "172.18.0.2"},
 	})
 	// Another lab on the same host, on another network with a clashing address.
 	eng.AddContainer(docker.ContainerDetails{
 		Container: docker.Container{Name: "other-ray-worker-0", State: "running",
-			Labels: map[string]string{exercise.LabelRole: exercise.RoleWorker, exercise.LabelProject: "other"}},
+			Labels: map[string]string{labels.Role: labels.RoleWorker, labels.Project: "other"}},
 		Running: true, Networks: map[string]string{"other": "172.18.0.4"},
 	})
 	return eng
@@ -500,18 +501,6 @@ func TestParseLog(t *testing.T) {
 	assert.False(t, none.Succeeded())
 }
 
-func TestWorkerByIPFiltersProject(t *testing.T) {
-	eng := labEngine()
-	d, err := exercise.WorkerByIP(context.Background(), eng, "mltrain", "172.18.0.4")
-	require.NoError(t, err)
-	assert.Equal(t, "ray-worker-1", d.Name)
-	_, err = exercise.WorkerByIP(context.Background(), eng, "", "172.18.0.4")
-	require.Error(t, err, "two labs' workers share the address: ambiguous without a project")
-	assert.Contains(t, err.Error(), "several worker containers")
-	_, err = exercise.WorkerByIP(context.Background(), eng, "mltrain", "172.18.0.2")
-	require.Error(t, err, "the head is not a worker")
-}
-
 func TestGuideAndText(t *testing.T) {
 	g := exercise.Guide("http://h:8265")
 	for _, n := range exercise.Names {
@@ -525,7 +514,7 @@ func TestGuideAndText(t *testing.T) {
 }
 
 func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
-	dir := t.TempDir()
+	dir := lab.StateDir(t.TempDir())
 	require.NoError(t, exercise.SaveRecord(dir, exercise.Record{Exercise: "tune", OK: true}))
 	recs, err := exercise.LoadRecords(dir)
 	require.NoError(t, err)
@@ -533,7 +522,7 @@ func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
 	assert.True(t, recs["tune"].OK)
 	_, err = exercise.LoadRecord(dir, "fault")
 	assert.True(t, errors.Is(err, os.ErrNotExist))
-	info, err := os.Stat(exercise.RecordPath(dir, "tune"))
+	info, err := os.Stat(dir.File(lab.RecordFile("tune")))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
 )
@@ -27,7 +28,7 @@ func labEngine() *fake.Engine {
 	f := fake.New()
 	for _, n := range []string{"ray-head", "minio"} {
 		f.AddContainer(docker.ContainerDetails{Container: docker.Container{Name: n, State: "running",
-			Labels: map[string]string{compose.LabelProject: "lab", compose.LabelService: n}}, Running: true})
+			Labels: map[string]string{labels.Project: "lab", labels.Service: n}}, Running: true})
 	}
 	return f
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -33,7 +33,7 @@ func (e *env) readContainers(ctx context.Context) (map[string]docker.ContainerDe
 	if e.d.Engine == nil {
 		return nil, fmt.Errorf("no Docker engine configured")
 	}
-	list, err := e.d.Engine.ContainerList(ctx, map[string]string{compose.LabelProject: e.d.State.Project})
+	list, err := e.d.Engine.ContainerList(ctx, map[string]string{labels.Project: e.d.State.Project})
 	if err != nil {
 		return nil, fmt.Errorf("list the lab's containers: %w", err)
 	}
@@ -43,7 +43,7 @@ func (e *env) readContainers(ctx context.Context) (map[string]docker.ContainerDe
 		if err != nil {
 			return nil, fmt.Errorf("inspect container %s: %w", c.Name, err)
 		}
-		out[c.Labels[compose.LabelService]] = d
+		out[c.Labels[labels.Service]] = d
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,9 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/internal/testlab"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/labtest"
 )
 
 // noGPURoot is a fixture host without GPUs, so the host checks do not depend
@@ -44,23 +42,23 @@ const (
 type standinLab struct {
 	eng      docker.Engine
 	project  string
-	stateDir string
+	stateDir lab.StateDir
 }
 
 func upStandinLab(t testing.TB) *standinLab {
 	t.Helper()
 	eng := dockertest.Engine(t)
-	o := testlab.LabOptions(t, eng, "mltv")
-	s := &standinLab{eng: eng, project: o.Project, stateDir: t.TempDir()}
-	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, compose.OverrideFile), []byte(
+	o := labtest.LabOptions(t, eng, "mltv")
+	s := &standinLab{eng: eng, project: o.Project, stateDir: lab.StateDir(t.TempDir())}
+	require.NoError(t, os.WriteFile(s.stateDir.File(compose.OverrideFile), []byte(
 		"services:\n"+
 			"  ray-worker-0:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID0+"\n"+
 			"  ray-worker-1:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID1+"\n"), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := lifecycle.Up(ctx, lifecycle.Deps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
-		return testlab.RehearsalFacts(), nil
-	}}, lifecycle.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
+	_, err := lab.Up(ctx, lab.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
+		return labtest.RehearsalFacts(), nil
+	}}, lab.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
 		Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	return s
@@ -84,7 +82,7 @@ func (s *standinLab) writeManifest(t testing.TB) {
 	require.NoError(t, err)
 	require.NoError(t, tw.Close())
 	// A created (never started) container mounting the volume receives the copy.
-	img := testlab.BuildImages(t, s.eng)["worker"]
+	img := labtest.BuildImages(t, s.eng)["worker"]
 	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: dockertest.UniqueName(t, "mltv-writer"),
 		Config:     &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
 		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.project + "-food11", Target: "/data"}}}})
@@ -180,7 +178,7 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 
 	// A stopped worker: its container row and Ray's node count fail, each
 	// with the command that brings it back.
-	name, err := lifecycle.StopWorker(ctx, s.eng, s.project, 1)
+	name, err := lab.StopWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		r = Run(ctx, s.deps(t), Options{Only: []string{GroupContainers, GroupRay}})

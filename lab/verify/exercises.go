@@ -9,6 +9,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
@@ -48,7 +49,7 @@ func checkExercise(ctx context.Context, e *env, name string, fn func(context.Con
 	if !ok {
 		where := "the state dir"
 		if e.d.StateDir != "" {
-			where = exercise.RecordPath(e.d.StateDir, name)
+			where = e.d.StateDir.File(lab.RecordFile(name))
 		}
 		return fail(labFix(name), "exercise %s has not been run on this lab (no record at %s)", name, where)
 	}

@@ -15,17 +15,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // fakeRay is the Ray client double: nodes and jobs as set, or an error.
@@ -119,7 +118,7 @@ func newFixture(t *testing.T) *fixture {
 	// Containers: every service running and healthy.
 	ips := map[string]string{"ray-head": headIP, "ray-worker-0": w0IP, "ray-worker-1": w1IP}
 	for _, svc := range services(f.plan) {
-		labels := map[string]string{compose.LabelProject: "mltrain", compose.LabelService: svc}
+		labels := map[string]string{labels.Project: "mltrain", labels.Service: svc}
 		d := docker.ContainerDetails{Container: docker.Container{Name: svc, Image: "img/" + svc, State: "running", Labels: labels},
 			Running: true, Health: "healthy", Networks: map[string]string{"mltrain_default": ips[svc]}}
 		switch svc {
@@ -161,8 +160,8 @@ func newFixture(t *testing.T) *fixture {
 	f.s3.MakeBucket("ray")
 	f.s3.Put("ray", "fault-run/checkpoint_000001/model.pt", 10, time.Now())
 
-	stateDir := t.TempDir()
-	prov := filepath.Join(stateDir, compose.GrafanaDashboards)
+	stateDir := lab.StateDir(t.TempDir())
+	prov := stateDir.File(lab.GrafanaDashboards)
 	require.NoError(t, os.MkdirAll(filepath.Dir(prov), 0o755))
 	require.NoError(t, os.WriteFile(prov, []byte("providers: []\n"), 0o644))
 
@@ -173,9 +172,9 @@ func newFixture(t *testing.T) *fixture {
 	for _, s := range []*httptest.Server{raySrv, promSrv, grafSrv, jupSrv} {
 		t.Cleanup(s.Close)
 	}
-	state := lifecycle.State{Project: "mltrain", Plan: f.plan,
-		Probes: lifecycle.Probes{Ray: raySrv.URL, MinIO: f.s3.URL, Grafana: grafSrv.URL, Prometheus: promSrv.URL, Jupyter: jupSrv.URL},
-		URLs:   lifecycle.URLs{Jupyter: "http://203.0.113.7:8888/lab"}}
+	state := lab.State{Project: "mltrain", Plan: f.plan,
+		Probes: lab.Probes{Ray: raySrv.URL, MinIO: f.s3.URL, Grafana: grafSrv.URL, Prometheus: promSrv.URL, Jupyter: jupSrv.URL},
+		URLs:   lab.URLs{Jupyter: "http://203.0.113.7:8888/lab"}}
 	f.deps = Deps{State: state, Creds: creds, StateDir: stateDir, Engine: f.eng, Ray: f.ray, HTTP: &http.Client{Timeout: 5 * time.Second},
 		MinIO: func(access, secret string) (Store, error) {
 			return store.New(store.Config{Endpoint: f.s3.URL, AccessKey: access, SecretKey: secret})

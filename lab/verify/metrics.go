@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -160,14 +158,14 @@ func checkGrafana(ctx context.Context, e *env) outcome {
 	}
 	prov := "provisioning file not checked (no state dir)"
 	if e.d.StateDir != "" {
-		p := filepath.Join(e.d.StateDir, compose.GrafanaDashboards)
+		p := e.d.StateDir.File(lab.GrafanaDashboards)
 		if _, err := os.Stat(p); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fail("mltrain up (it writes the provisioning files)", "Grafana's dashboard provisioning file %s is missing", p)
 			}
 			return failErr(err, "mltrain up")
 		}
-		prov = "provisioned by " + compose.GrafanaDashboards
+		prov = "provisioned by " + lab.GrafanaDashboards
 	}
 	ds, err := e.dashboards()
 	if err != nil {

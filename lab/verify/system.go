@@ -2,25 +2,18 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mltrain/mltrain/datasets/food11"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
-	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // SystemOptions tune System.
@@ -36,37 +29,29 @@ type SystemOptions struct {
 // System returns the real Deps of the lab kept in stateDir: its state and
 // credentials, Ray and MinIO clients for its probe addresses, the engine,
 // GPU detection on this host, and the exercises' records.
-func System(eng docker.Engine, stateDir string, o SystemOptions) (Deps, error) {
-	st, err := lifecycle.LoadState(stateDir)
+func System(eng docker.Engine, stateDir lab.StateDir, o SystemOptions) (Deps, error) {
+	// Connect never generates credentials: new ones would not be the lab's.
+	c, err := stateDir.Connect()
+	if err != nil {
+		return Deps{}, err
+	}
+	st, err := stateDir.State()
 	if err != nil {
 		return Deps{}, err
 	}
 	if st.Project == "" {
 		st.Project = o.Project
 	}
-	credsPath := filepath.Join(stateDir, lab.CredentialsFile)
-	// Verify must not generate credentials: new ones would not be the lab's.
-	if _, err := os.Stat(credsPath); errors.Is(err, fs.ErrNotExist) {
-		return Deps{}, clierr.Hintf("run 'mltrain up' (or pass the --state-dir of the lab)", "the lab's credentials file %s is missing", credsPath)
-	}
-	creds, err := lab.LoadOrCreateCredentials(stateDir)
-	if err != nil {
-		return Deps{}, err
-	}
-	rc, err := ray.New(ray.Options{Address: st.Probes.Ray, Token: creds.RayAuthToken, TokenSource: credsPath})
-	if err != nil {
-		return Deps{}, err
-	}
 	hostDeps := doctor.System(nil, o.Host)
 	return Deps{
-		State: st, Creds: creds, StateDir: stateDir, Engine: eng, Ray: rc,
+		State: st, Creds: c.Creds, StateDir: stateDir, Engine: eng, Ray: c.Ray,
 		HTTP: &http.Client{Timeout: 15 * time.Second},
 		MinIO: func(access, secret string) (Store, error) {
-			c, err := store.New(store.Config{Endpoint: st.Probes.MinIO, AccessKey: access, SecretKey: secret})
+			s, err := store.New(store.Config{Endpoint: c.Probes.MinIO, AccessKey: access, SecretKey: secret})
 			if err != nil {
 				return nil, fmt.Errorf("MinIO client: %w", err)
 			}
-			return c, nil
+			return s, nil
 		},
 		DetectGPUs: func(ctx context.Context) (gpu.Report, error) { return hostDeps.DetectGPUs(ctx) },
 		Access:     hostDeps.Access,

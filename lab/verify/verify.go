@@ -31,7 +31,6 @@ import (
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // Status of one check.
@@ -72,17 +71,17 @@ type Check struct {
 
 // Report is the whole verification.
 type Report struct {
-	Project  string    `json:"project"`
-	Mode     lab.Mode  `json:"mode"`
-	OK       bool      `json:"ok"` // no check failed
-	Passed   int       `json:"passed"`
-	Failed   int       `json:"failed"`
-	Skipped  int       `json:"skipped"`
-	Only     []string  `json:"only,omitempty"` // groups selected with --only (all when empty)
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
-	Checks   []Check   `json:"checks"`
-	StateDir string    `json:"state_dir,omitempty"`
+	Project  string       `json:"project"`
+	Mode     lab.Mode     `json:"mode"`
+	OK       bool         `json:"ok"` // no check failed
+	Passed   int          `json:"passed"`
+	Failed   int          `json:"failed"`
+	Skipped  int          `json:"skipped"`
+	Only     []string     `json:"only,omitempty"` // groups selected with --only (all when empty)
+	Started  time.Time    `json:"started"`
+	Seconds  float64      `json:"seconds"`
+	Checks   []Check      `json:"checks"`
+	StateDir lab.StateDir `json:"state_dir,omitempty"`
 }
 
 // Options tune Run.
@@ -113,9 +112,9 @@ type Store interface {
 // and HTTP are required; a nil func makes the checks needing it fail with a
 // clear message rather than panic.
 type Deps struct {
-	State    lifecycle.State
+	State    lab.State
 	Creds    lab.Credentials
-	StateDir string
+	StateDir lab.StateDir
 	Engine   docker.Engine
 	Ray      RayAPI
 	// HTTP probes Prometheus, Grafana, Jupyter and Ray's own health routes

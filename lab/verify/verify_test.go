@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
@@ -394,7 +392,7 @@ func TestMetricsChecks(t *testing.T) {
 			f.dashboards = []grafanaDash{{UID: "x", Title: "Mine", FolderTitle: "General"}}
 		}, evidence: "no dashboard in folder 'Ray' (1 dashboards in all)"},
 		{name: "provisioning file gone", id: "metrics.grafana", break_: func(f *fixture) {
-			require.NoError(t, os.Remove(filepath.Join(f.deps.StateDir, compose.GrafanaDashboards)))
+			require.NoError(t, os.Remove(f.deps.StateDir.File(lab.GrafanaDashboards)))
 		}, evidence: "provisioning file", fix: "mltrain up"},
 		{name: "ray cannot reach grafana", id: "metrics.ray", break_: func(f *fixture) {
 			f.grafanaHealth = map[string]any{"result": false, "msg": "Grafana healthcheck failed: connection refused"}

@@ -1,4 +1,4 @@
-package testlab
+package labtest
 
 import (
 	"context"

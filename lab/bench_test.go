@@ -1,4 +1,4 @@
-package lifecycle
+package lab_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/ready"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkUp(b *testing.B) {
 	var upTotal, dcTotal, noopTotal time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, err := s.up(ctx)
+		_, err := s.up(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +45,7 @@ func BenchmarkUp(b *testing.B) {
 		}
 		noopTotal += time.Since(t0)
 
-		if _, err := Down(ctx, s.eng, s.project, false, nil); err != nil {
+		if _, err := lab.Down(ctx, s.eng, s.project, false, nil); err != nil {
 			b.Fatal(err)
 		}
 
@@ -56,11 +57,11 @@ func BenchmarkUp(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("docker-compose up: %v\n%s", err, out)
 		}
-		checks, err := readyChecks(res.Plan, res.Credentials, s.stateDir)
+		clients, err := lab.StateDir(s.stateDir).Connect()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := ready.Wait(ctx, s.eng, s.project, checks, 3*time.Minute, nil); err != nil {
+		if err := ready.Wait(ctx, s.eng, s.project, clients.ReadyChecks(), 3*time.Minute, nil); err != nil {
 			b.Fatal(err)
 		}
 		dcTotal += time.Since(t0)

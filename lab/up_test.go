@@ -1,4 +1,4 @@
-package lifecycle
+package lab_test
 
 import (
 	"bytes"
@@ -23,15 +23,16 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/internal/testlab"
 	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/labtest"
 )
 
 type standinLab struct {
 	t        testing.TB
 	eng      docker.Engine
-	opts     UpOptions
+	opts     lab.UpOptions
 	project  string
 	stateDir string
 }
@@ -40,29 +41,29 @@ type standinLab struct {
 // free loopback ports, removed (volumes too) when the test ends.
 func newStandinLab(t testing.TB) *standinLab {
 	eng := dockertest.Engine(t)
-	o := testlab.LabOptions(t, eng, "mlt")
+	o := labtest.LabOptions(t, eng, "mlt")
 	sl := &standinLab{t: t, eng: eng, project: o.Project, stateDir: t.TempDir(),
-		opts: UpOptions{Lab: o, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second}}
-	sl.opts.StateDir = sl.stateDir
+		opts: lab.UpOptions{Lab: o, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second}}
+	sl.opts.StateDir = lab.StateDir(sl.stateDir)
 	return sl
 }
 
-func (s *standinLab) deps(rep progress.Reporter) Deps {
-	return Deps{Engine: s.eng, Reporter: rep, Detect: func(context.Context) (host.Facts, error) {
-		return testlab.RehearsalFacts(), nil
+func (s *standinLab) deps(rep progress.Reporter) lab.UpDeps {
+	return lab.UpDeps{Engine: s.eng, Reporter: rep, Detect: func(context.Context) (host.Facts, error) {
+		return labtest.RehearsalFacts(), nil
 	}}
 }
 
-func (s *standinLab) up(ctx context.Context) (UpResult, error) {
-	return Up(ctx, s.deps(nil), s.opts)
+func (s *standinLab) up(ctx context.Context) (lab.UpResult, error) {
+	return lab.Up(ctx, s.deps(nil), s.opts)
 }
 
 func (s *standinLab) ids() map[string]string {
-	list, err := s.eng.ContainerList(context.Background(), map[string]string{compose.LabelProject: s.project})
+	list, err := s.eng.ContainerList(context.Background(), map[string]string{labels.Project: s.project})
 	require.NoError(s.t, err)
 	out := map[string]string{}
 	for _, c := range list {
-		out[c.Labels[compose.LabelService]] = c.ID
+		out[c.Labels[labels.Service]] = c.ID
 	}
 	return out
 }
@@ -73,7 +74,7 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	defer cancel()
 
 	var rec progress.Recorder
-	res, err := Up(ctx, s.deps(&rec), s.opts)
+	res, err := lab.Up(ctx, s.deps(&rec), s.opts)
 	require.NoError(t, err)
 	assert.Equal(t, lab.ModeCPU, res.Plan.Mode)
 	assert.Len(t, res.Apply.Created, 7, "head, 2 workers, minio, prometheus, grafana, jupyter")
@@ -86,14 +87,14 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	for svc, id := range first {
 		d, err := s.eng.ContainerInspect(ctx, id)
 		require.NoError(t, err)
-		assert.Equal(t, s.project, d.Labels[compose.LabelProject], svc)
-		assert.NotEmpty(t, d.Labels[compose.LabelConfigHash], svc)
+		assert.Equal(t, s.project, d.Labels[labels.Project], svc)
+		assert.NotEmpty(t, d.Labels[labels.ConfigHash], svc)
 		assert.True(t, d.Running, svc)
 	}
-	st, err := LoadState(s.stateDir)
+	st, err := lab.StateDir(s.stateDir).State()
 	require.NoError(t, err)
 	assert.Equal(t, s.project, st.Project)
-	fi, err := os.Stat(filepath.Join(s.stateDir, StateFile))
+	fi, err := os.Stat(filepath.Join(s.stateDir, lab.StateFile))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
@@ -125,44 +126,44 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.Equal(t, first["ray-head"], now["ray-head"])
 
 	// status from labels and Ray; worker stop/start shows in Ray's view.
-	status, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+	status, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 	require.NoError(t, err)
 	require.Len(t, status.Services, 7)
 	// The replaced worker's old node stays listed (DEAD), as in Ray.
 	require.Eventually(t, func() bool {
-		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && strings.HasPrefix(st.Ray, "3 of") && workerRayState(st, 1) == "ALIVE"
 	}, 30*time.Second, 500*time.Millisecond)
-	name, err := StopWorker(ctx, s.eng, s.project, 1)
+	name, err := lab.StopWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	assert.Equal(t, s.project+"-ray-worker-1", name)
 	require.Eventually(t, func() bool {
-		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && workerState(st, 1) == "exited" && strings.HasPrefix(st.Ray, "2 of") && workerRayState(st, 1) != "ALIVE"
 	}, 30*time.Second, 500*time.Millisecond, "Ray sees the stopped worker DEAD")
-	_, err = StartWorker(ctx, s.eng, s.project, 1)
+	_, err = lab.StartWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		st, err := GetStatus(ctx, s.eng, s.stateDir, s.project)
+		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && workerState(st, 1) == "running" && strings.HasPrefix(st.Ray, "3 of")
 	}, 30*time.Second, 500*time.Millisecond)
-	_, err = StopWorker(ctx, s.eng, s.project, 7)
+	_, err = lab.StopWorker(ctx, s.eng, s.project, 7)
 	assert.ErrorContains(t, err, "has no worker 7")
 
 	var logs bytes.Buffer
-	require.NoError(t, Logs(ctx, s.eng, s.project, "ray-head", false, "20", &logs, &logs))
+	require.NoError(t, lab.Logs(ctx, s.eng, s.project, "ray-head", false, "20", &logs, &logs))
 	assert.Contains(t, logs.String(), "standin ray head up")
 
 	// down keeps the volumes; --volumes removes the lab's (never the dataset).
-	removed, err := Down(ctx, s.eng, s.project, false, nil)
+	removed, err := lab.Down(ctx, s.eng, s.project, false, nil)
 	require.NoError(t, err)
 	assert.Len(t, removed, 7)
-	vols, err := s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	vols, err := s.eng.VolumeList(ctx, map[string]string{labels.Project: s.project})
 	require.NoError(t, err)
 	assert.NotEmpty(t, vols, "down keeps the lab's volumes")
-	_, err = Down(ctx, s.eng, s.project, true, nil)
+	_, err = lab.Down(ctx, s.eng, s.project, true, nil)
 	require.NoError(t, err)
-	vols, err = s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	vols, err = s.eng.VolumeList(ctx, map[string]string{labels.Project: s.project})
 	require.NoError(t, err)
 	assert.Empty(t, vols)
 	_, err = s.eng.VolumeInspect(ctx, s.project+"-food11")
@@ -178,7 +179,7 @@ func warned(rec *progress.Recorder, text string) bool {
 	return false
 }
 
-func workerState(st Status, idx int) string {
+func workerState(st lab.Status, idx int) string {
 	for _, s := range st.Services {
 		if s.WorkerIndex != nil && *s.WorkerIndex == idx {
 			return s.State
@@ -187,7 +188,7 @@ func workerState(st Status, idx int) string {
 	return ""
 }
 
-func workerRayState(st Status, idx int) string {
+func workerRayState(st lab.Status, idx int) string {
 	for _, s := range st.Services {
 		if s.WorkerIndex != nil && *s.WorkerIndex == idx {
 			return s.RayState
@@ -200,7 +201,7 @@ func TestUpFailsFastAndRollsBackFirstUp(t *testing.T) {
 	s := newStandinLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sleeper := dockertest.GoImage(t, s.eng, "mltrain-test/sleeper:dev", "../../internal/docker/dockertest/testdata/sleeper", nil)
+	sleeper := dockertest.SleeperImage(t, s.eng)
 	// Jupyter is replaced by a program that exits with code 4 after a moment.
 	s.opts.Lab.Images[lab.RoleJupyter] = sleeper
 	s.opts.Lab.Healthchecks = map[lab.Role][]string{lab.RoleJupyter: {"CMD", "/app", "health"}}
@@ -217,7 +218,7 @@ func TestUpFailsFastAndRollsBackFirstUp(t *testing.T) {
 	assert.Contains(t, cf.Logs, "sleeper exiting with 4")
 	assert.Contains(t, clierr.Hint(err), "docker logs "+s.project+"-jupyter")
 	assert.Empty(t, s.ids(), "a failed first up removes its containers")
-	vols, err := s.eng.VolumeList(ctx, map[string]string{compose.LabelProject: s.project})
+	vols, err := s.eng.VolumeList(ctx, map[string]string{labels.Project: s.project})
 	require.NoError(t, err)
 	assert.NotEmpty(t, vols, "rollback keeps volumes")
 }
@@ -227,7 +228,7 @@ func TestUpCancelledThenConverges(t *testing.T) {
 	s.opts.NoRollback = true // a cancelled up keeps what it made, so the re-run converges from there
 	ctx, cancel := context.WithCancel(context.Background())
 	rep := cancelWhen{match: "service ray-head", cancel: cancel}
-	_, err := Up(ctx, s.deps(rep), s.opts)
+	_, err := lab.Up(ctx, s.deps(rep), s.opts)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
 	partial := s.ids()
@@ -259,7 +260,7 @@ func TestUpNamesTheHolderOfATakenPort(t *testing.T) {
 	s := newStandinLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sleeper := dockertest.GoImage(t, s.eng, "mltrain-test/sleeper:dev", "../../internal/docker/dockertest/testdata/sleeper", nil)
+	sleeper := dockertest.SleeperImage(t, s.eng)
 	holder := s.project + "-holder"
 	port := s.opts.Lab.Ports[lab.PortGrafana]
 	p := network.MustParsePort("3000/tcp")

@@ -1,15 +1,12 @@
-// Package compose turns a lab plan into a Compose project (compose-go v2
-// types, written as compose.yaml plus generated Prometheus and Grafana
-// files), loads it back merged with the user's compose.override.yaml, and
-// applies it to the engine.
+// Rendering the plan into a Compose project (compose-go v2 types).
 //
-// Rendering choices: service names are the course's (ray-head,
+// Choices: service names are the course's (ray-head,
 // ray-worker-0.., minio, prometheus, grafana, jupyter); container names are
 // the same in the default project and "<project>-<service>" otherwise.
 // Every service has an exec-form healthcheck taken from the plan (so tests
 // can substitute stand-in images and their checks), and depends_on waits for
 // service_healthy (service_started when a check is disabled).
-package compose
+package lab
 
 import (
 	"fmt"
@@ -19,26 +16,13 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
-)
-
-// Labels mltrain puts on each service (and so on its container) to find the
-// lab's parts without parsing names.
-const (
-	LabelRole          = "mltrain.role"            // head | worker | minio | prometheus | grafana | jupyter
-	LabelWorkerIndex   = "mltrain.worker.index"    // workers: 0, 1, ...
-	LabelAccelerator   = "mltrain.accelerator"     // workers: cuda | rocm | cpu
-	LabelGPUUUID       = "mltrain.gpu.uuid"        // workers with a GPU
-	LabelGPUPCI        = "mltrain.gpu.pci"         // workers with a GPU (when known)
-	LabelGPURenderNode = "mltrain.gpu.render-node" // AMD workers
-	LabelGPUShared     = "mltrain.gpu.shared"      // "true" in share mode
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 // Files mltrain writes beside compose.yaml, relative to its directory.
 const (
-	ComposeFile         = "compose.yaml"
-	OverrideFile        = "compose.override.yaml"
 	PrometheusDir       = "prometheus"
 	PrometheusConfig    = "prometheus/prometheus.yml"
 	GrafanaProvisioning = "grafana/provisioning"
@@ -78,10 +62,10 @@ const (
 	defaultStartPeriod = 30 * time.Second
 )
 
-// Render turns a plan into a Compose project. It does no I/O; bind-mount
+// Project turns a plan into a Compose project. It does no I/O; bind-mount
 // sources are relative to the directory compose.yaml is written to, and
-// Load resolves them.
-func Render(p lab.Plan) (*types.Project, error) {
+// compose.Load resolves them.
+func Project(p Plan) (*types.Project, error) {
 	if len(p.Workers) == 0 {
 		return nil, fmt.Errorf("plan for project %q has no workers", p.Project)
 	}
@@ -110,31 +94,31 @@ func Render(p lab.Plan) (*types.Project, error) {
 			VolumeData: {Name: p.DataVolume, External: true},
 		},
 	}
-	if err := CheckPorts(proj); err != nil {
+	if err := compose.CheckPorts(proj); err != nil {
 		return nil, err
 	}
 	return proj, nil
 }
 
-type renderer struct{ p lab.Plan }
+type renderer struct{ p Plan }
 
-func (r renderer) base(name string, role lab.Role) types.ServiceConfig {
+func (r renderer) base(name string, role Role) types.ServiceConfig {
 	s := types.ServiceConfig{Name: name}
-	s.ContainerName = lab.ContainerName(r.p.Project, name)
+	s.ContainerName = ContainerName(r.p.Project, name)
 	s.Image = r.p.Images[role]
-	s.Labels = types.Labels{LabelRole: string(role)}
+	s.Labels = types.Labels{labels.Role: string(role)}
 	s.Environment = types.MappingWithEquals{}
 	s.HealthCheck = r.health(role)
 	return s
 }
 
-func (r renderer) health(role lab.Role) *types.HealthCheckConfig {
+func (r renderer) health(role Role) *types.HealthCheckConfig {
 	test := r.p.Healthchecks[role]
 	if len(test) == 0 || test[0] == "NONE" {
 		return &types.HealthCheckConfig{Disable: true}
 	}
 	start := defaultStartPeriod
-	if role == lab.RoleHead || role == lab.RoleWorker {
+	if role == RoleHead || role == RoleWorker {
 		start = headStartPeriod // ray start takes a while, more on a busy host
 	}
 	return &types.HealthCheckConfig{
@@ -148,7 +132,7 @@ func (r renderer) health(role lab.Role) *types.HealthCheckConfig {
 
 // dependsOn waits for each dependency to be healthy, or only started when its
 // healthcheck is disabled (it would never become healthy).
-func (r renderer) dependsOn(deps map[string]lab.Role) types.DependsOnConfig {
+func (r renderer) dependsOn(deps map[string]Role) types.DependsOnConfig {
 	out := types.DependsOnConfig{}
 	for svc, role := range deps {
 		cond := types.ServiceConditionHealthy
@@ -175,7 +159,7 @@ func (r renderer) rayEnv(s *types.ServiceConfig) {
 		"RAY_AUTH_MODE", "token",
 		"RAY_AUTH_TOKEN", c.RayAuthToken,
 		"RAY_USAGE_STATS_ENABLED", "0",
-		"AWS_ENDPOINT_URL", fmt.Sprintf("http://%s:%d", lab.MinIOService, minioAPIPort),
+		"AWS_ENDPOINT_URL", fmt.Sprintf("http://%s:%d", MinIOService, minioAPIPort),
 		"AWS_ACCESS_KEY_ID", c.MinIOAccessKey,
 		"AWS_SECRET_ACCESS_KEY", c.MinIOSecretKey,
 		"AWS_DEFAULT_REGION", s3Region,
@@ -189,7 +173,7 @@ func (r renderer) rayEnv(s *types.ServiceConfig) {
 // on 127.0.0.1 for the others.
 func (r renderer) publish(name string, target uint32) types.ServicePortConfig {
 	ip := r.p.Bind
-	if lab.LoopbackOnly(name) {
+	if LoopbackOnly(name) {
 		ip = "127.0.0.1"
 	}
 	return types.ServicePortConfig{
@@ -202,7 +186,7 @@ func (r renderer) publish(name string, target uint32) types.ServicePortConfig {
 }
 
 func (r renderer) head() types.ServiceConfig {
-	s := r.base(lab.HeadService, lab.RoleHead)
+	s := r.base(HeadService, RoleHead)
 	// Root: the /tmp/ray volume is created root-owned and Ray must write
 	// there (the course runs its head as root for the same reason).
 	s.User = "0"
@@ -215,23 +199,23 @@ func (r renderer) head() types.ServiceConfig {
 		"--block"}
 	r.rayEnv(&s)
 	r.setEnv(&s,
-		"RAY_GRAFANA_HOST", fmt.Sprintf("http://%s:%d", lab.GrafanaService, grafanaPort),
-		"RAY_GRAFANA_IFRAME_HOST", "http://"+net.JoinHostPort(r.p.HostIP, strconv.Itoa(r.p.Ports[lab.PortGrafana])),
-		"RAY_PROMETHEUS_HOST", fmt.Sprintf("http://%s:%d", lab.PrometheusService, prometheusPort),
+		"RAY_GRAFANA_HOST", fmt.Sprintf("http://%s:%d", GrafanaService, grafanaPort),
+		"RAY_GRAFANA_IFRAME_HOST", "http://"+net.JoinHostPort(r.p.HostIP, strconv.Itoa(r.p.Ports[PortGrafana])),
+		"RAY_PROMETHEUS_HOST", fmt.Sprintf("http://%s:%d", PrometheusService, prometheusPort),
 		"RAY_PROMETHEUS_NAME", datasourceName,
 	)
 	s.ShmSize = types.UnitBytes(r.p.Head.ShmBytes)
-	s.Ports = []types.ServicePortConfig{r.publish(lab.PortDashboard, dashboardPort)}
+	s.Ports = []types.ServicePortConfig{r.publish(PortDashboard, dashboardPort)}
 	s.Volumes = []types.ServiceVolumeConfig{volume(VolumeRayTmp, rayTmp, false)}
 	return s
 }
 
-func (r renderer) worker(w lab.Worker) (types.ServiceConfig, error) {
-	s := r.base(w.Service, lab.RoleWorker)
-	s.Labels[LabelWorkerIndex] = strconv.Itoa(w.Index)
-	s.Labels[LabelAccelerator] = r.p.Accelerator
+func (r renderer) worker(w Worker) (types.ServiceConfig, error) {
+	s := r.base(w.Service, RoleWorker)
+	s.Labels[labels.WorkerIndex] = strconv.Itoa(w.Index)
+	s.Labels[labels.Accelerator] = r.p.Accelerator
 	s.Command = types.ShellCommand{"ray", "start",
-		fmt.Sprintf("--address=%s:%d", lab.HeadService, gcsPort),
+		fmt.Sprintf("--address=%s:%d", HeadService, gcsPort),
 		fmt.Sprintf("--num-cpus=%d", w.CPUs),
 		// One GPU each; in CPU rehearsal a logical one, so jobs asking
 		// for GPUs still schedule.
@@ -245,21 +229,21 @@ func (r renderer) worker(w lab.Worker) (types.ServiceConfig, error) {
 	)
 	s.ShmSize = types.UnitBytes(w.ShmBytes)
 	s.Volumes = []types.ServiceVolumeConfig{volume(VolumeData, dataMount, true)}
-	s.DependsOn = r.dependsOn(map[string]lab.Role{lab.HeadService: lab.RoleHead, lab.MinIOService: lab.RoleMinIO})
+	s.DependsOn = r.dependsOn(map[string]Role{HeadService: RoleHead, MinIOService: RoleMinIO})
 
 	g := w.GPU
 	if g == nil {
-		if r.p.Mode != lab.ModeCPU {
+		if r.p.Mode != ModeCPU {
 			return s, fmt.Errorf("worker %s has no GPU outside CPU rehearsal", w.Service)
 		}
 		return s, nil
 	}
-	s.Labels[LabelGPUUUID] = g.UUID
+	s.Labels[labels.GPUUUID] = g.UUID
 	if g.PCIBusID != "" {
-		s.Labels[LabelGPUPCI] = g.PCIBusID
+		s.Labels[labels.GPUPCI] = g.PCIBusID
 	}
 	if w.SharedGPU {
-		s.Labels[LabelGPUShared] = "true"
+		s.Labels[labels.GPUShared] = "true"
 	}
 	switch g.Vendor {
 	case gpu.NVIDIA:
@@ -268,7 +252,7 @@ func (r renderer) worker(w lab.Worker) (types.ServiceConfig, error) {
 			Devices: []types.DeviceRequest{{Driver: "nvidia", IDs: []string{g.UUID}, Capabilities: []string{"gpu"}}},
 		}}}
 	case gpu.AMD:
-		s.Labels[LabelGPURenderNode] = g.RenderNode
+		s.Labels[labels.GPURenderNode] = g.RenderNode
 		s.Devices = []types.DeviceMapping{
 			{Source: "/dev/kfd", Target: "/dev/kfd", Permissions: "rwm"},
 			{Source: g.RenderNode, Target: g.RenderNode, Permissions: "rwm"},
@@ -290,24 +274,24 @@ func (r renderer) worker(w lab.Worker) (types.ServiceConfig, error) {
 }
 
 func (r renderer) minio() types.ServiceConfig {
-	s := r.base(lab.MinIOService, lab.RoleMinIO)
+	s := r.base(MinIOService, RoleMinIO)
 	s.Command = types.ShellCommand{"server", "/data", "--console-address", fmt.Sprintf(":%d", minioConsolePort)}
 	r.setEnv(&s,
 		"MINIO_ROOT_USER", r.p.Credentials.MinIOAccessKey,
 		"MINIO_ROOT_PASSWORD", r.p.Credentials.MinIOSecretKey,
 	)
 	s.Ports = []types.ServicePortConfig{
-		r.publish(lab.PortMinIOAPI, minioAPIPort),
-		r.publish(lab.PortMinIOConsole, minioConsolePort),
+		r.publish(PortMinIOAPI, minioAPIPort),
+		r.publish(PortMinIOConsole, minioConsolePort),
 	}
 	s.Volumes = []types.ServiceVolumeConfig{volume(VolumeMinIO, "/data", false)}
 	return s
 }
 
 func (r renderer) prometheus() types.ServiceConfig {
-	s := r.base(lab.PrometheusService, lab.RolePrometheus)
+	s := r.base(PrometheusService, RolePrometheus)
 	s.Command = types.ShellCommand{"--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"}
-	s.Ports = []types.ServicePortConfig{r.publish(lab.PortPrometheus, prometheusPort)}
+	s.Ports = []types.ServicePortConfig{r.publish(PortPrometheus, prometheusPort)}
 	s.Volumes = []types.ServiceVolumeConfig{
 		bind("./"+PrometheusDir, "/etc/prometheus"),
 		// Ray's service-discovery file, rewritten by the head every 5 s.
@@ -318,9 +302,9 @@ func (r renderer) prometheus() types.ServiceConfig {
 }
 
 func (r renderer) grafana() types.ServiceConfig {
-	s := r.base(lab.GrafanaService, lab.RoleGrafana)
+	s := r.base(GrafanaService, RoleGrafana)
 	r.setEnv(&s,
-		"GF_SECURITY_ADMIN_USER", lab.GrafanaAdminUser,
+		"GF_SECURITY_ADMIN_USER", GrafanaAdminUser,
 		"GF_SECURITY_ADMIN_PASSWORD", r.p.Credentials.GrafanaAdminPassword,
 		"GF_SECURITY_ALLOW_EMBEDDING", "true", // the Ray dashboard embeds panels
 		"GF_AUTH_ANONYMOUS_ENABLED", "true",
@@ -331,7 +315,7 @@ func (r renderer) grafana() types.ServiceConfig {
 		"GF_ANALYTICS_CHECK_FOR_PLUGIN_UPDATES", "false",
 		"GF_NEWS_NEWS_FEED_ENABLED", "false",
 	)
-	s.Ports = []types.ServicePortConfig{r.publish(lab.PortGrafana, grafanaPort)}
+	s.Ports = []types.ServicePortConfig{r.publish(PortGrafana, grafanaPort)}
 	s.Volumes = []types.ServiceVolumeConfig{
 		bind("./"+GrafanaProvisioning, "/etc/grafana/provisioning"),
 		// Ray writes its dashboards under the session dir at head start.
@@ -339,25 +323,25 @@ func (r renderer) grafana() types.ServiceConfig {
 		volume(VolumeGrafana, "/var/lib/grafana", false),
 	}
 	// Healthy head: its dashboards exist before Grafana provisions them.
-	s.DependsOn = r.dependsOn(map[string]lab.Role{lab.PrometheusService: lab.RolePrometheus, lab.HeadService: lab.RoleHead})
+	s.DependsOn = r.dependsOn(map[string]Role{PrometheusService: RolePrometheus, HeadService: RoleHead})
 	return s
 }
 
 func (r renderer) jupyter() types.ServiceConfig {
-	s := r.base(lab.JupyterService, lab.RoleJupyter)
+	s := r.base(JupyterService, RoleJupyter)
 	r.rayEnv(&s)
 	r.setEnv(&s,
-		"RAY_ADDRESS", fmt.Sprintf("http://%s:%d", lab.HeadService, dashboardPort),
+		"RAY_ADDRESS", fmt.Sprintf("http://%s:%d", HeadService, dashboardPort),
 		"JUPYTER_TOKEN", r.p.Credentials.JupyterToken,
 	)
-	s.Ports = []types.ServicePortConfig{r.publish(lab.PortJupyter, jupyterPort)}
+	s.Ports = []types.ServicePortConfig{r.publish(PortJupyter, jupyterPort)}
 	src := r.p.Workspace
 	if !isAbs(src) {
 		src = "./" + src
 	}
 	// Write creates the directory: the engine's mount API does not.
 	s.Volumes = []types.ServiceVolumeConfig{{Type: types.VolumeTypeBind, Source: src, Target: jupyterWork}}
-	s.DependsOn = r.dependsOn(map[string]lab.Role{lab.HeadService: lab.RoleHead})
+	s.DependsOn = r.dependsOn(map[string]Role{HeadService: RoleHead})
 	return s
 }
 

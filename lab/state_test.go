@@ -1,15 +1,13 @@
-package lifecycle
+package lab
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/mltrain/mltrain/lab"
 )
 
 func TestURLsAndProbes(t *testing.T) {
-	p := lab.Plan{HostIP: "129.114.27.10", Bind: "0.0.0.0", Ports: lab.DefaultPorts}
+	p := Plan{HostIP: "129.114.27.10", Bind: "0.0.0.0", Ports: DefaultPorts}
 	u := MakeURLs(p)
 	assert.Equal(t, "http://129.114.27.10:8265", u.RayDashboard)
 	assert.Equal(t, "http://129.114.27.10:8888/lab", u.Jupyter)

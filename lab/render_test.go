@@ -1,4 +1,4 @@
-package compose
+package lab
 
 import (
 	"context"
@@ -17,16 +17,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // fixedCreds keeps goldens stable; real labs get random ones.
-var fixedCreds = lab.Credentials{
+var fixedCreds = Credentials{
 	MinIOAccessKey:       "TESTACCESSKEY0000000",
 	MinIOSecretKey:       "TESTSECRETKEY000000000000000000000000000",
 	GrafanaAdminPassword: "TESTGRAFANAPASSWORD0000000",
@@ -56,7 +57,7 @@ func amdGPUs(n int) []gpu.GPU {
 type goldenCase struct {
 	name  string
 	facts host.Facts
-	opts  lab.Options
+	opts  Options
 }
 
 func goldenCases() []goldenCase {
@@ -66,24 +67,24 @@ func goldenCases() []goldenCase {
 	amd := big(amdGPUs(2))
 	amd.RenderGID, amd.VideoGID = 110, 44
 	return []goldenCase{
-		{"nvidia-2gpu", big(nvidiaGPUs(2)), lab.Options{}},
-		{"amd-2gpu", amd, lab.Options{}},
-		{"nvidia-1gpu-shared", host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "10.0.0.5"}, lab.Options{ShareGPU: true}},
+		{"nvidia-2gpu", big(nvidiaGPUs(2)), Options{}},
+		{"amd-2gpu", amd, Options{}},
+		{"nvidia-1gpu-shared", host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "10.0.0.5"}, Options{ShareGPU: true}},
 		{"cpu-rehearsal", host.Facts{GPUs: gpu.Report{Problems: []gpu.Problem{{Code: gpu.CodeNoGPU, Message: "no GPU"}}}, CPUs: 2, MemoryBytes: 8 << 30},
-			lab.Options{Project: "rehearsal", Bind: "127.0.0.1"}},
-		{"nvidia-4gpu-workers-2", big(nvidiaGPUs(4)), lab.Options{Workers: 2}},
+			Options{Project: "rehearsal", Bind: "127.0.0.1"}},
+		{"nvidia-4gpu-workers-2", big(nvidiaGPUs(4)), Options{Workers: 2}},
 	}
 }
 
 func TestGoldens(t *testing.T) {
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+			plan, err := NewPlan(c.facts, c.opts, fixedCreds)
 			require.NoError(t, err)
 			out := t.TempDir()
-			written, err := Write(out, plan)
+			written, err := write(StateDir(out), plan)
 			require.NoError(t, err)
-			assert.Contains(t, written, ComposeFile)
+			assert.Contains(t, written, compose.ComposeFile)
 
 			golden := filepath.Join("testdata", "golden", c.name)
 			got := readTree(t, out)
@@ -95,13 +96,13 @@ func TestGoldens(t *testing.T) {
 				}
 			}
 			want := readTree(t, golden)
-			assert.Equal(t, keys(want), keys(got), "files written (run go test ./compose -update to accept)")
+			assert.Equal(t, keys(want), keys(got), "files written (run go test ./lab -update to accept)")
 			for rel, b := range want {
-				assert.Equal(t, string(b), string(got[rel]), "%s differs from the golden (run go test ./compose -update to accept)", rel)
+				assert.Equal(t, string(b), string(got[rel]), "%s differs from the golden (run go test ./lab -update to accept)", rel)
 			}
 
 			// Every golden loads back through compose-go with validation on.
-			proj, err := Load(context.Background(), golden)
+			proj, err := compose.Load(context.Background(), golden)
 			require.NoError(t, err)
 			assert.Equal(t, plan.Project, proj.Name)
 			assert.Len(t, proj.Services, 5+len(plan.Workers))
@@ -139,7 +140,7 @@ func keys(m map[string][]byte) []string {
 func render(t *testing.T, c goldenCase) *types.Project {
 	t.Helper()
 	_, dir := writeCase(t, c)
-	proj, err := Load(context.Background(), dir)
+	proj, err := compose.Load(context.Background(), dir)
 	require.NoError(t, err)
 	return proj
 }
@@ -157,7 +158,7 @@ func TestNvidiaWorkersGetTheirOwnGPUByUUID(t *testing.T) {
 	proj := render(t, caseNamed("nvidia-4gpu-workers-2"))
 	gpus := nvidiaGPUs(4)
 	for i := 0; i < 2; i++ {
-		s, err := proj.GetService(lab.WorkerService(i))
+		s, err := proj.GetService(WorkerService(i))
 		require.NoError(t, err)
 		require.NotNil(t, s.Deploy)
 		devs := s.Deploy.Resources.Reservations.Devices
@@ -166,17 +167,17 @@ func TestNvidiaWorkersGetTheirOwnGPUByUUID(t *testing.T) {
 		assert.Equal(t, []string{gpus[i].UUID}, devs[0].IDs)
 		assert.Equal(t, []string{"gpu"}, devs[0].Capabilities)
 		assert.Zero(t, devs[0].Count, "count and device_ids together are refused by the engine")
-		assert.Equal(t, gpus[i].UUID, s.Labels[LabelGPUUUID])
+		assert.Equal(t, gpus[i].UUID, s.Labels[labels.GPUUUID])
 		assert.Equal(t, "cuda", *s.Environment["MLTRAIN_ACCELERATOR"])
 	}
-	_, err := proj.GetService(lab.WorkerService(2))
+	_, err := proj.GetService(WorkerService(2))
 	assert.Error(t, err, "--workers 2 on 4 GPUs makes exactly two workers")
 }
 
 func TestAMDWorkersGetKFDAndOnlyTheirRenderNode(t *testing.T) {
 	proj := render(t, caseNamed("amd-2gpu"))
 	for i := 0; i < 2; i++ {
-		s, err := proj.GetService(lab.WorkerService(i))
+		s, err := proj.GetService(WorkerService(i))
 		require.NoError(t, err)
 		var srcs []string
 		for _, d := range s.Devices {
@@ -192,13 +193,13 @@ func TestAMDWorkersGetKFDAndOnlyTheirRenderNode(t *testing.T) {
 func TestCPURehearsalHasNoDevicesAndLogicalGPUs(t *testing.T) {
 	proj := render(t, caseNamed("cpu-rehearsal"))
 	for i := 0; i < 2; i++ {
-		s, err := proj.GetService(lab.WorkerService(i))
+		s, err := proj.GetService(WorkerService(i))
 		require.NoError(t, err)
 		assert.Empty(t, s.Devices)
 		assert.Nil(t, s.Deploy)
 		assert.Contains(t, []string(s.Command), "--num-gpus=1")
 		assert.Equal(t, "cpu", *s.Environment["MLTRAIN_ACCELERATOR"])
-		assert.Equal(t, "rehearsal-"+lab.WorkerService(i), s.ContainerName, "a non-default project prefixes container names")
+		assert.Equal(t, "rehearsal-"+WorkerService(i), s.ContainerName, "a non-default project prefixes container names")
 	}
 }
 
@@ -220,20 +221,20 @@ func TestPublishedPortsAndSecurityDefaults(t *testing.T) {
 		_, ok := published[port]
 		assert.False(t, ok, "port %d is never published", port)
 	}
-	head, _ := proj.GetService(lab.HeadService)
+	head, _ := proj.GetService(HeadService)
 	assert.Equal(t, "token", *head.Environment["RAY_AUTH_MODE"])
 	assert.Equal(t, fixedCreds.RayAuthToken, *head.Environment["RAY_AUTH_TOKEN"])
 	assert.Equal(t, "http://129.114.27.10:3000", *head.Environment["RAY_GRAFANA_IFRAME_HOST"])
-	graf, _ := proj.GetService(lab.GrafanaService)
+	graf, _ := proj.GetService(GrafanaService)
 	assert.Equal(t, "Viewer", *graf.Environment["GF_AUTH_ANONYMOUS_ORG_ROLE"])
 	for name, s := range proj.Services {
 		assert.NotContains(t, s.Image, ":latest", name)
 		require.NotNil(t, s.HealthCheck, name)
 		assert.Equal(t, "CMD", s.HealthCheck.Test[0], "%s: exec-form healthcheck", name)
-		assert.Equal(t, lab.ContainerName(lab.DefaultProject, name), s.ContainerName)
+		assert.Equal(t, ContainerName(DefaultProject, name), s.ContainerName)
 	}
-	w, _ := proj.GetService(lab.WorkerService(0))
-	assert.Equal(t, types.ServiceConditionHealthy, w.DependsOn[lab.HeadService].Condition)
+	w, _ := proj.GetService(WorkerService(0))
+	assert.Equal(t, types.ServiceConditionHealthy, w.DependsOn[HeadService].Condition)
 	require.Len(t, w.Volumes, 1)
 	assert.True(t, w.Volumes[0].ReadOnly)
 	assert.Equal(t, "food11", proj.Volumes[VolumeData].Name)
@@ -244,17 +245,17 @@ func TestOverrideIsMerged(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
 	plan, dir := writeCase(t, c)
 	override := "services:\n  jupyter:\n    environment:\n      EXTRA: \"yes\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
-	proj, err := Load(context.Background(), dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte(override), 0o644))
+	proj, err := compose.Load(context.Background(), dir)
 	require.NoError(t, err)
-	j, _ := proj.GetService(lab.JupyterService)
+	j, _ := proj.GetService(JupyterService)
 	assert.Equal(t, "yes", *j.Environment["EXTRA"])
 	assert.Equal(t, fixedCreds.JupyterToken, *j.Environment["JUPYTER_TOKEN"], "the rest of the service is kept")
 
 	// A second render keeps the user's override.
-	_, err = Write(dir, plan)
+	_, err = write(StateDir(dir), plan)
 	require.NoError(t, err)
-	b, err := os.ReadFile(filepath.Join(dir, OverrideFile))
+	b, err := os.ReadFile(filepath.Join(dir, compose.OverrideFile))
 	require.NoError(t, err)
 	assert.Equal(t, override, string(b))
 }
@@ -263,8 +264,8 @@ func TestOverrideWithPortClashIsRefused(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
 	_, dir := writeCase(t, c)
 	override := "services:\n  jupyter:\n    ports:\n      - \"3000:9999\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte(override), 0o644))
-	_, err := Load(context.Background(), dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte(override), 0o644))
+	_, err := compose.Load(context.Background(), dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "services grafana and jupyter both publish host port 3000/tcp")
 	assert.Contains(t, clierr.Hint(err), "--port")
@@ -273,45 +274,17 @@ func TestOverrideWithPortClashIsRefused(t *testing.T) {
 func TestInvalidOverrideNamesTheFile(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
 	_, dir := writeCase(t, c)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, OverrideFile), []byte("services:\n  jupyter:\n    shm_size: [oops]\n"), 0o644))
-	_, err := Load(context.Background(), dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte("services:\n  jupyter:\n    shm_size: [oops]\n"), 0o644))
+	_, err := compose.Load(context.Background(), dir)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), OverrideFile)
-	assert.Contains(t, clierr.Hint(err), OverrideFile)
-}
-
-func TestLoadWithoutComposeFile(t *testing.T) {
-	_, err := Load(context.Background(), t.TempDir())
-	require.Error(t, err)
-	assert.Contains(t, clierr.Hint(err), "mltrain render")
-}
-
-func TestCheckPorts(t *testing.T) {
-	mk := func(ip, pub string) types.ServiceConfig {
-		s := types.ServiceConfig{}
-		s.Ports = []types.ServicePortConfig{{HostIP: ip, Target: 80, Published: pub, Protocol: "tcp"}}
-		return s
-	}
-	for _, tc := range []struct {
-		a, b    types.ServiceConfig
-		clashes bool
-	}{
-		{mk("0.0.0.0", "80"), mk("127.0.0.1", "80"), true},
-		{mk("", "80"), mk("10.0.0.1", "80"), true},
-		{mk("127.0.0.1", "80"), mk("10.0.0.1", "80"), false},
-		{mk("127.0.0.1", "80"), mk("127.0.0.1", "81"), false},
-		{mk("0.0.0.0", "8000-8010"), mk("0.0.0.0", "8005"), true},
-		{mk("0.0.0.0", ""), mk("0.0.0.0", ""), false},
-	} {
-		err := CheckPorts(&types.Project{Services: types.Services{"a": tc.a, "b": tc.b}})
-		assert.Equal(t, tc.clashes, err != nil, "%+v / %+v: %v", tc.a.Ports, tc.b.Ports, err)
-	}
+	assert.Contains(t, err.Error(), compose.OverrideFile)
+	assert.Contains(t, clierr.Hint(err), compose.OverrideFile)
 }
 
 func TestGeneratedFilesAreReadableAndComposeIsPrivate(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
 	_, dir := writeCase(t, c)
-	st, err := os.Stat(filepath.Join(dir, ComposeFile))
+	st, err := os.Stat(filepath.Join(dir, compose.ComposeFile))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "compose.yaml holds the credentials")
 	for _, f := range []string{PrometheusConfig, GrafanaDatasource, GrafanaDashboards} {
@@ -333,7 +306,7 @@ func TestPrometheusConfigPassesPromtool(t *testing.T) {
 		}
 		t.Skip("promtool not installed (apt-get install prometheus); CI runs this check")
 	}
-	files, err := GeneratedFiles(lab.Plan{Project: "mltrain"})
+	files, err := GeneratedFiles(Plan{Project: "mltrain"})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "prometheus.yml")
 	require.NoError(t, os.WriteFile(path, files[PrometheusConfig], 0o644))
@@ -361,18 +334,18 @@ func TestPropertyRenderedDevicesAreDisjoint(t *testing.T) {
 			gpus = amdGPUs(n)
 		}
 		rng.Shuffle(len(gpus), func(i, j int) { gpus[i], gpus[j] = gpus[j], gpus[i] })
-		opts := lab.Options{Workers: rng.IntN(n + 1), ShareGPU: n == 1 && rng.IntN(2) == 0}
+		opts := Options{Workers: rng.IntN(n + 1), ShareGPU: n == 1 && rng.IntN(2) == 0}
 		if opts.ShareGPU {
 			opts.Workers = 0
 		}
-		plan, err := lab.NewPlan(host.Facts{GPUs: gpu.Report{GPUs: gpus}, CPUs: 64, MemoryBytes: 64 << 30, RenderGID: 1, VideoGID: 2}, opts, fixedCreds)
+		plan, err := NewPlan(host.Facts{GPUs: gpu.Report{GPUs: gpus}, CPUs: 64, MemoryBytes: 64 << 30, RenderGID: 1, VideoGID: 2}, opts, fixedCreds)
 		require.NoError(t, err)
-		proj, err := Render(plan)
+		proj, err := Project(plan)
 		require.NoError(t, err)
 		rendered++
 		owner := map[string]string{}
 		for name, s := range proj.Services {
-			if s.Labels[LabelRole] != string(lab.RoleWorker) {
+			if s.Labels[labels.Role] != string(RoleWorker) {
 				assert.Empty(t, s.Devices, name)
 				assert.Nil(t, s.Deploy, name)
 				continue
@@ -389,7 +362,7 @@ func TestPropertyRenderedDevicesAreDisjoint(t *testing.T) {
 				}
 			}
 			require.Len(t, devs, 1, "%s has exactly one GPU", name)
-			if prev, taken := owner[devs[0]]; taken && plan.Mode != lab.ModeShared {
+			if prev, taken := owner[devs[0]]; taken && plan.Mode != ModeShared {
 				t.Fatalf("%s given to %s and %s", devs[0], prev, name)
 			}
 			owner[devs[0]] = name
@@ -405,7 +378,7 @@ func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			proj := render(t, c)
 			for name, s := range proj.Services {
-				spec, err := toSpec(proj, s, map[string]string{})
+				spec, err := compose.ToSpec(proj, s, map[string]string{})
 				require.NoError(t, err, name)
 				assert.Equal(t, s.ContainerName, spec.Name)
 				for _, m := range spec.HostConfig.Mounts {
@@ -415,7 +388,7 @@ func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
 						assert.NoError(t, err, "%s: bind source exists (the engine's mount API does not create it)", name)
 					}
 				}
-				if s.Labels[LabelRole] == string(lab.RoleWorker) && c.facts.GPUs.Vendor() == gpu.NVIDIA {
+				if s.Labels[labels.Role] == string(RoleWorker) && c.facts.GPUs.Vendor() == gpu.NVIDIA {
 					require.Len(t, spec.HostConfig.DeviceRequests, 1, name)
 					assert.Equal(t, [][]string{{"gpu"}}, spec.HostConfig.DeviceRequests[0].Capabilities)
 					assert.Zero(t, spec.HostConfig.DeviceRequests[0].Count)
@@ -426,12 +399,12 @@ func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
 }
 
 // writeCase plans case c and writes it into a fresh directory.
-func writeCase(t *testing.T, c goldenCase) (lab.Plan, string) {
+func writeCase(t *testing.T, c goldenCase) (Plan, string) {
 	t.Helper()
-	plan, err := lab.NewPlan(c.facts, c.opts, fixedCreds)
+	plan, err := NewPlan(c.facts, c.opts, fixedCreds)
 	require.NoError(t, err)
 	dir := t.TempDir()
-	_, err = Write(dir, plan)
+	_, err = write(StateDir(dir), plan)
 	require.NoError(t, err)
 	return plan, dir
 }

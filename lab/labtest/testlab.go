@@ -2,7 +2,7 @@
 // engine with no registry: FROM-scratch stand-ins for Ray, Grafana,
 // Prometheus and Jupyter (testdata/standin), and a REAL MinIO server compiled
 // from its Go module (cached, since it takes minutes). Test support only.
-package testlab
+package labtest
 
 import (
 	"archive/tar"

@@ -1,0 +1,66 @@
+package lab
+
+import (
+	"net/http"
+
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab/ready"
+)
+
+// Clients reach a running lab from this host: the one place that turns a
+// state dir (or, during up, a plan and its credentials) into Ray, MinIO and
+// probe clients, for status, the exercises, verify and the readiness wait.
+type Clients struct {
+	Dir    StateDir
+	Plan   Plan
+	Probes Probes
+	Creds  Credentials
+	Ray    *ray.Client
+	// Store is MinIO as its root user: mltrain's own access (bucket
+	// creation, checking checkpoints), never handed to a container.
+	Store *store.Client
+}
+
+// Connect builds the clients of the lab kept in d from its state.json and
+// credentials.json; neither is ever created here.
+func (d StateDir) Connect() (Clients, error) {
+	st, err := d.State()
+	if err != nil {
+		return Clients{}, err
+	}
+	creds, err := d.Credentials()
+	if err != nil {
+		return Clients{}, err
+	}
+	return newClients(d, st.Plan, st.Probes, creds)
+}
+
+func newClients(d StateDir, p Plan, probes Probes, creds Credentials) (Clients, error) {
+	rc, err := ray.New(ray.Options{Address: probes.Ray, Token: creds.RayAuthToken, TokenSource: d.File(CredentialsFile)})
+	if err != nil {
+		return Clients{}, err
+	}
+	sc, err := store.New(store.Config{Endpoint: probes.MinIO, AccessKey: creds.MinIOAccessKey, SecretKey: creds.MinIOSecretKey})
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Dir: d, Plan: p, Probes: probes, Creds: creds, Ray: rc, Store: sc}, nil
+}
+
+// ReadyChecks are the probes that prove the lab ready: Ray sees the head and
+// every worker with its GPU (with the token), and every service answers.
+func (c Clients) ReadyChecks() []ready.Check {
+	return []ready.Check{
+		ready.RayCluster(c.Ray, len(c.Plan.Workers), expectedGPUs(c.Plan)),
+		ready.HTTP("minio", c.Probes.MinIO+"/minio/health/ready", nil),
+		ready.HTTP("grafana", c.Probes.Grafana+"/api/health", nil),
+		ready.HTTP("prometheus", c.Probes.Prometheus+"/-/ready", nil),
+		ready.HTTP("jupyter", c.Probes.Jupyter+"/api", http.Header{"Authorization": {"token " + c.Creds.JupyterToken}}),
+	}
+}
+
+// expectedGPUs is the GPU total Ray must report: every worker advertises
+// one, its own, its half of a shared one (as one logical GPU each), or a
+// logical one in CPU rehearsal.
+func expectedGPUs(p Plan) float64 { return float64(len(p.Workers)) }

@@ -1,0 +1,29 @@
+package exercise
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+func runMulti(ctx context.Context, r *runner) error {
+	args := r.trainArgs("--mode", "ray", "--workers", "2", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus(8)))
+	i, err := r.runJob(ctx, args, "/#/train")
+	if err != nil {
+		return err
+	}
+	jr := r.rec.Jobs[i]
+	r.number("job duration", jr.Seconds, "s")
+	if jr.Result != nil {
+		r.number("training (fit) time", jr.Result.FitSeconds, "s")
+	}
+	r.number("distinct worker nodes used", float64(len(jr.NodeIPs)), "")
+	if len(jr.NodeIPs) < 2 {
+		r.problem("the training workers ran on %d node(s) (%s), not on both worker nodes", len(jr.NodeIPs), strings.Join(jr.NodeIPs, ", "))
+	}
+	r.rec.Observed = fmt.Sprintf("job %s %s in %.0fs; training workers on %s", jr.SubmissionID, jr.Status, jr.Seconds, where(jr))
+	if len(r.rec.Problems) > 0 {
+		return r.notObserved()
+	}
+	return nil
+}

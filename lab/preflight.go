@@ -1,0 +1,103 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/mltrain/mltrain/datasets/food11"
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/progress"
+)
+
+// ensureDataVolume makes sure the dataset volume exists (it is external to
+// the project so `down --volumes` never takes the dataset) and warns, with
+// the command to run, when Food-11 is not loaded in it yet.
+func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progress.Reporter) error {
+	if _, err := eng.VolumeEnsure(ctx, p.DataVolume, map[string]string{food11.LabelDataset: "food11"}); err != nil {
+		return err
+	}
+	m, err := food11.ReadManifest(ctx, eng, food11.VerifyOptions{Volume: p.DataVolume})
+	if err != nil {
+		return fmt.Errorf("check dataset volume %s: %w", p.DataVolume, err)
+	}
+	if m == nil {
+		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run 'mltrain data food11 --volume %s' before training", p.DataVolume, p.DataVolume))
+	}
+	return nil
+}
+
+// checkPortsFree fails before anything starts when a host port the lab
+// publishes is held by something else, naming the holder and the --port
+// flag that moves the lab's port (names are the plan's port names).
+func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int) error {
+	all, err := eng.ContainerList(ctx, nil)
+	if err != nil {
+		return err
+	}
+	// A service that has a container already (running, or left created by an
+	// interrupted up) is the engine's to start: its port may be bound by the
+	// engine for it even before it shows as published.
+	have := map[string]bool{}
+	for _, c := range all {
+		if c.Labels[labels.Project] == p.Name {
+			have[c.Labels[labels.Service]] = true
+		}
+	}
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		if have[name] {
+			continue
+		}
+		for _, pc := range s.Ports {
+			port, err := strconv.Atoi(pc.Published)
+			if err != nil {
+				continue // ranges are checked by compose.CheckPorts
+			}
+			holder, ours := portHolder(all, port, p.Name)
+			if ours {
+				continue
+			}
+			move := movePortHint(named, port)
+			if holder != "" {
+				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then 'mltrain up'", holder, move),
+					"host port %d (service %s) is held by container %s", port, name, holder)
+			}
+			addr := net.JoinHostPort(pc.HostIP, pc.Published)
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it%s, then 'mltrain up'", port, move),
+					"host port %d (service %s) is in use by another process on this host: %v", port, name, err)
+			}
+			l.Close()
+		}
+	}
+	return nil
+}
+
+// movePortHint names the flag that publishes the lab's port elsewhere.
+func movePortHint(named map[string]int, port int) string {
+	for name, p := range named {
+		if p == port {
+			return fmt.Sprintf(", or move the lab's port with --port %s=PORT", name)
+		}
+	}
+	return ""
+}
+
+// portHolder names the container publishing port, and whether it is ours.
+func portHolder(all []docker.Container, port int, project string) (string, bool) {
+	for _, c := range all {
+		for _, cp := range c.Ports {
+			if cp.HostPort == port {
+				return c.Name, c.Labels[labels.Project] == project
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,170 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab/ready"
+)
+
+// UpOptions are `mltrain up`'s choices.
+type UpOptions struct {
+	StateDir StateDir
+	Lab      Options
+	Images   images.Options // pull policy, rebuild
+	// Timeout bounds the readiness wait (default 10 minutes).
+	Timeout time.Duration
+	// NoRollback keeps the containers of a failed first up for inspection.
+	NoRollback bool
+	// StopTimeout is the grace period of containers being replaced.
+	StopTimeout time.Duration
+}
+
+// UpDeps are Up's ways to reach the world; tests replace Detect.
+type UpDeps struct {
+	Engine   docker.Engine
+	Reporter progress.Reporter
+	// Detect returns the host's facts (GPUs, CPUs, memory, address).
+	Detect func(ctx context.Context) (host.Facts, error)
+	// PopulateWorkspace writes the students' workspace into dir when it is
+	// empty (nil: leave it as it is).
+	PopulateWorkspace func(dir string) error
+}
+
+// UpResult is what `mltrain up` prints.
+type UpResult struct {
+	Plan        Plan           `json:"plan"`
+	Apply       compose.Result `json:"apply"`
+	Images      images.Result  `json:"images"`
+	URLs        URLs           `json:"urls"`
+	Credentials Credentials    `json:"-"`
+	// CredentialsCreated: this up generated the lab's secrets (the only
+	// time they are printed unasked).
+	CredentialsCreated bool     `json:"credentials_created"`
+	BucketMade         bool     `json:"bucket_created"`
+	StateDir           StateDir `json:"state_dir"`
+}
+
+// Up brings the lab up and proves it ready. A failed first up (no lab
+// containers existed before) removes the containers it made unless
+// NoRollback; volumes are never removed by a rollback.
+func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	var res UpResult
+	res.StateDir = o.StateDir
+	rep := d.Reporter
+
+	progress.Begin(rep, "detect host", "")
+	facts, err := d.Detect(ctx)
+	if err != nil {
+		progress.Failed(rep, "detect host", err)
+		return res, err
+	}
+	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
+
+	creds, created, err := o.StateDir.CreateCredentials()
+	if err != nil {
+		return res, err
+	}
+	res.Credentials, res.CredentialsCreated = creds, created
+	plan, err := NewPlan(facts, o.Lab, creds)
+	if err != nil {
+		return res, err
+	}
+	res.Plan = plan
+	for _, w := range plan.Warnings {
+		progress.Warning(rep, w)
+	}
+
+	rendered, err := Render(ctx, o.StateDir, plan)
+	if err != nil {
+		return res, err
+	}
+	project := rendered.Project
+	if d.PopulateWorkspace != nil {
+		if err := d.PopulateWorkspace(WorkspaceDir(o.StateDir, plan)); err != nil {
+			return res, err
+		}
+	}
+	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
+		return res, err
+	}
+	if err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
+		return res, err
+	}
+
+	var refs []string
+	for _, name := range project.ServiceNames() {
+		refs = append(refs, project.Services[name].Image)
+	}
+	req, err := images.RequestFor(plan.RayVersion, refs)
+	if err != nil {
+		return res, err
+	}
+	imgRes, err := images.Ensure(ctx, d.Engine, req, o.Images, rep)
+	res.Images = imgRes
+	if err != nil {
+		return res, err
+	}
+	for _, w := range imgRes.Warnings {
+		progress.Warning(rep, w)
+	}
+
+	before, err := d.Engine.ContainerList(ctx, map[string]string{labels.Project: project.Name})
+	if err != nil {
+		return res, err
+	}
+	firstUp := len(before) == 0
+	fail := func(err error) (UpResult, error) {
+		if !firstUp || o.NoRollback {
+			return res, err
+		}
+		// The caller's context may be what ended: roll back regardless.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if _, rerr := compose.Down(rctx, d.Engine, project.Name, 5*time.Second, false, rep); rerr != nil {
+			return res, errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		progress.Note(rep, "rolled back: removed this first up's containers (volumes kept); 'mltrain up --no-rollback' keeps them for inspection")
+		return res, err
+	}
+
+	res.Apply, err = compose.Apply(ctx, d.Engine, project, compose.ApplyOptions{
+		Reporter: rep, WorkingDir: project.WorkingDir, ConfigFiles: project.ComposeFiles,
+		StopTimeout: o.StopTimeout, HealthTimeout: o.Timeout,
+	})
+	if err != nil {
+		return fail(err)
+	}
+
+	res.URLs = MakeURLs(plan)
+	probes := probeAddrs(plan)
+	clients, err := newClients(o.StateDir, plan, probes, creds)
+	if err != nil {
+		return fail(err)
+	}
+	if err := ready.Wait(ctx, d.Engine, project.Name, clients.ReadyChecks(), o.Timeout, rep); err != nil {
+		return fail(err)
+	}
+
+	made, err := clients.Store.EnsureBucket(ctx, store.DefaultBucket)
+	if err != nil {
+		return fail(err)
+	}
+	res.BucketMade = made
+	if err := o.StateDir.SaveState(State{Project: plan.Project, Plan: plan, URLs: res.URLs, Probes: probes, UpAt: time.Now().UTC()}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
