@@ -5,12 +5,12 @@
 package dockerfiles
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
+
+	"github.com/mltrain/mltrain/internal/images"
 )
 
 //go:embed Dockerfile.*
@@ -44,17 +44,7 @@ func Hash(k Kind, rayVersion string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return HashOf(string(k), rayVersion, b), nil
-}
-
-// HashOf is the content hash of any build (name, Ray version, Dockerfile
-// bytes): Hash for the embedded images, and for other Dockerfiles built the
-// same way (tests). 12 hex digits.
-func HashOf(name, rayVersion string, dockerfile []byte) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "kind=%s\nray=%s\n", name, rayVersion)
-	h.Write(dockerfile)
-	return hex.EncodeToString(h.Sum(nil))[:12]
+	return images.HashOf(string(k), rayVersion, b), nil
 }
 
 // Ref is the image reference mltrain builds for kind and rayVersion.

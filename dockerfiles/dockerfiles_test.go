@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/images"
 )
 
 func TestRefIsContentAddressed(t *testing.T) {
@@ -28,58 +30,24 @@ func TestEveryImageIsPinned(t *testing.T) {
 	for _, k := range Kinds {
 		df, err := Dockerfile(k)
 		require.NoError(t, err)
-		bases, err := BaseImages(df, BuildArgs(k, DefaultRayVersion))
+		bases, err := images.BaseImages(df, BuildArgs(k, DefaultRayVersion))
 		require.NoError(t, err, k)
 		require.NotEmpty(t, bases, "%s has no FROM", k)
 		for _, b := range bases {
-			assert.NoError(t, CheckPinned(b), "%s: FROM %s", k, b)
+			assert.NoError(t, images.CheckPinned(b), "%s: FROM %s", k, b)
 			checked++
 		}
-		for name, defs := range argDefaults(df) {
+		for name, defs := range images.ArgDefaults(df) {
 			for _, d := range defs {
 				if strings.Contains(d, "/") && !strings.Contains(d, "://") {
-					assert.NoError(t, CheckPinned(d), "%s: ARG %s=%s", k, name, d)
+					assert.NoError(t, images.CheckPinned(d), "%s: ARG %s=%s", k, name, d)
 					checked++
 				}
 			}
 		}
 	}
-	assert.NoError(t, CheckPinned(RayImage(DefaultRayVersion)))
+	assert.NoError(t, images.CheckPinned(RayImage(DefaultRayVersion)))
 	assert.GreaterOrEqual(t, checked, len(Kinds)+1, "the Jupyter base ARG is an image default too")
-}
-
-func TestCheckPinnedRejectsLatestAndUntagged(t *testing.T) {
-	assert.ErrorContains(t, CheckPinned("rayproject/ray"), "no tag")
-	assert.ErrorContains(t, CheckPinned("quay.io/jupyter/pytorch-notebook:latest"), "latest")
-	assert.ErrorContains(t, CheckPinned("Bad Ref"), "not a valid reference")
-	assert.NoError(t, CheckPinned("minio/minio:RELEASE.2025-09-07T16-13-09Z"))
-	assert.NoError(t, CheckPinned("busybox@sha256:"+strings.Repeat("a", 64)))
-}
-
-func TestBaseImagesResolvesArgs(t *testing.T) {
-	df := []byte(`# comment
-ARG BASE=alpine
-ARG TAG
-ARG V=1.2
-FROM --platform=linux/amd64 ${BASE}:${V} AS build
-ARG V=9.9
-RUN echo \
-  # a comment inside a continuation
-  hi
-FROM build
-FROM scratch
-FROM $BASE:${TAG:-3.20}
-`)
-	got, err := BaseImages(df, nil)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"alpine:1.2", "alpine:3.20"}, got)
-
-	got, err = BaseImages(df, map[string]string{"V": "2.0", "TAG": "3.21"})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"alpine:2.0", "alpine:3.21"}, got)
-
-	_, err = BaseImages([]byte("ARG IMG\nFROM ${IMG}\n"), nil)
-	assert.ErrorContains(t, err, "$IMG")
 }
 
 // Ray and Python must agree across the images: each Dockerfile's defaults
@@ -88,7 +56,7 @@ func TestVersionsAgreeAcrossDockerfiles(t *testing.T) {
 	for _, k := range Kinds {
 		df, err := Dockerfile(k)
 		require.NoError(t, err)
-		args := argDefaults(df)
+		args := images.ArgDefaults(df)
 		for _, v := range args["RAY_VERSION"] {
 			assert.Equal(t, DefaultRayVersion, v, "%s RAY_VERSION default", k)
 		}
@@ -99,7 +67,7 @@ func TestVersionsAgreeAcrossDockerfiles(t *testing.T) {
 		assert.Contains(t, string(df), `mltrain.python.version="${PYTHON_VERSION}"`, k)
 		assert.Contains(t, string(df), `mltrain.ray.version="${RAY_VERSION}"`, k)
 		if k != JupyterRay {
-			bases, err := BaseImages(df, BuildArgs(k, DefaultRayVersion))
+			bases, err := images.BaseImages(df, BuildArgs(k, DefaultRayVersion))
 			require.NoError(t, err)
 			assert.Contains(t, bases[0], "-"+PythonTag(), "%s base must pin the lab's Python", k)
 		}

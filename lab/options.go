@@ -126,7 +126,7 @@ func (o Options) Validate() error {
 		return clierr.Hintf("use lowercase letters, digits, '-' and '_', starting with a letter or digit, e.g. --project mltrain2",
 			"--project %q is not a valid Compose project name", o.Project)
 	}
-	if err := checkRayVersion(o.RayVersion); err != nil {
+	if err := CheckRayVersion(o.RayVersion); err != nil {
 		return err
 	}
 	if o.Workers < 0 {
@@ -198,10 +198,14 @@ func checkImageRef(r Role, img string) error {
 	return nil
 }
 
-// checkRayVersion accepts X.Y.Z (with an optional suffix such as rc1) and
-// refuses versions without token authentication (Ray < 2.52).
-func checkRayVersion(v string) error {
-	m := regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)([a-z0-9.+-]*)$`).FindStringSubmatch(v)
+// rayVersionRE reads X.Y.Z with an optional suffix such as rc1.
+var rayVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)([a-z0-9.+-]*)$`)
+
+// CheckRayVersion is the one rule for --ray-version, used by up, render,
+// build and images: X.Y.Z (with an optional suffix such as rc1), and never a
+// Ray without token authentication (< 2.52).
+func CheckRayVersion(v string) error {
+	m := rayVersionRE.FindStringSubmatch(v)
 	if m == nil {
 		return clierr.Hintf("give a Ray release, e.g. --ray-version "+DefaultRayVersion, "--ray-version %q is not a Ray version (X.Y.Z)", v)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
@@ -108,7 +109,7 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 	for _, name := range project.ServiceNames() {
 		refs = append(refs, project.Services[name].Image)
 	}
-	req, err := images.RequestFor(plan.RayVersion, refs)
+	req, err := dockerfiles.Request(plan.RayVersion, refs)
 	if err != nil {
 		return res, err
 	}

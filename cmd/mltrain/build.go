@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab"
 )
 
 func (a *app) buildCmd() *cobra.Command {
@@ -39,14 +39,14 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 		if err != nil {
 			return clierr.WithCode(err, clierr.ExitNotBuilt)
 		}
-		if err := checkRayVersion(rayVersion); err != nil {
+		if err := lab.CheckRayVersion(rayVersion); err != nil {
 			return err
 		}
 		v, err := buildVendor(ctx, vendor)
 		if err != nil {
 			return err
 		}
-		specs, err := images.LabSpecs(v, rayVersion)
+		specs, err := dockerfiles.Specs(v, rayVersion)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 	return cmd
 }
 
-// buildVendor turns --vendor into the gpu.Vendor string images.LabSpecs
+// buildVendor turns --vendor into the gpu.Vendor string dockerfiles.Specs
 // takes ("" for CPU). auto detects; GPU hardware that detection cannot use
 // is an error rather than a silent CPU build.
 func buildVendor(ctx context.Context, flag string) (string, error) {
@@ -108,14 +108,4 @@ func buildVendor(ctx context.Context, flag string) (string, error) {
 			"%s, so the worker image to build is unknown", msg)
 	}
 	return "", nil
-}
-
-var rayVersionRE = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
-
-func checkRayVersion(v string) error {
-	if !rayVersionRE.MatchString(v) {
-		return clierr.WithCode(clierr.Hintf("use a Ray release such as --ray-version "+dockerfiles.DefaultRayVersion,
-			"--ray-version %q is not a Ray release version (like %s)", v, dockerfiles.DefaultRayVersion), clierr.ExitNotBuilt)
-	}
-	return nil
 }

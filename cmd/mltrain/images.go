@@ -49,7 +49,7 @@ Images not on this host are listed and left out.`,
 	}
 	cmd.Flags().StringVar(&rayVersion, "ray-version", dockerfiles.DefaultRayVersion, "Ray version of the lab whose images to save")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkRayVersion(rayVersion); err != nil {
+		if err := lab.CheckRayVersion(rayVersion); err != nil {
 			return err
 		}
 		refs, err := saveCandidates(rayVersion, args[1:])
@@ -100,7 +100,7 @@ func saveCandidates(rayVersion string, extra []string) ([]string, error) {
 			planned = append(planned, ref)
 		}
 	}
-	return images.LabRefs(rayVersion, append(planned, extra...))
+	return dockerfiles.SaveRefs(rayVersion, append(planned, extra...))
 }
 
 func (a *app) imagesLoadCmd() *cobra.Command {

@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 const (
@@ -43,14 +45,12 @@ const (
 
 	// LabelDataset marks volumes mltrain created for a dataset; their whole
 	// content is mltrain's, so a rebuild may recreate them.
-	LabelDataset = "mltrain.dataset"
-	// LabelManagedBy matches compose.LabelManagedBy (kept as a literal so
-	// datasets/ does not depend on compose/).
-	LabelManagedBy = "mltrain.managed-by"
+	LabelDataset   = labels.Dataset
+	LabelManagedBy = labels.ManagedBy
 	// LabelRole and LabelHelperVolume mark helper containers, so a run can
 	// remove helpers an interrupted run left behind.
-	LabelRole         = "mltrain.role"
-	LabelHelperVolume = "mltrain.helper-volume"
+	LabelRole         = labels.Role
+	LabelHelperVolume = labels.HelperVolume
 	roleHelper        = "dataset-helper"
 
 	// ManifestFormat is the manifest schema version.

@@ -18,6 +18,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 // Status of one check.
@@ -284,7 +285,7 @@ func checkPorts(ctx context.Context, d Deps, o Options, eng docker.Engine, r *Re
 	for _, port := range o.Ports {
 		name := fmt.Sprintf("port %d", port)
 		if c, ok := holder(containers, port); ok {
-			if o.Project != "" && c.Labels["com.docker.compose.project"] == o.Project {
+			if o.Project != "" && c.Labels[labels.Project] == o.Project {
 				r.add(name, Pass, fmt.Sprintf("published by this lab's container %s", c.Name), "")
 			} else {
 				r.add(name, Fail, fmt.Sprintf("in use by container %s (%s)", c.Name, c.Image),

@@ -14,31 +14,10 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
 )
-
-// LabRefs are the images a lab of rayVersion can use: every image mltrain
-// builds (all vendors), their base images, the Ray image for the head, plus
-// extra (the plan's external images). Save keeps those present.
-func LabRefs(rayVersion string, extra []string) ([]string, error) {
-	refs := []string{dockerfiles.RayImage(rayVersion)}
-	for _, k := range dockerfiles.Kinds {
-		s, err := LabSpec(k, rayVersion)
-		if err != nil {
-			return nil, err
-		}
-		bases, err := baseImages(s)
-		if err != nil {
-			return nil, err
-		}
-		refs = append(refs, s.Ref)
-		refs = append(refs, bases...)
-	}
-	return dedupe(append(refs, extra...)), nil
-}
 
 // SaveResult says what went into the archive.
 type SaveResult struct {
@@ -55,7 +34,7 @@ type SaveResult struct {
 func Save(ctx context.Context, eng docker.Engine, refs []string, file string, r progress.Reporter) (SaveResult, error) {
 	res := SaveResult{File: file}
 	var total int64
-	for _, ref := range dedupe(refs) {
+	for _, ref := range Dedupe(refs) {
 		img, err := eng.ImageInspect(ctx, ref)
 		switch {
 		case err == nil:

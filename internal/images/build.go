@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -30,7 +31,7 @@ type BuildResult struct {
 func Build(ctx context.Context, eng docker.Engine, s Spec, rebuild bool, r progress.Reporter) (BuildResult, error) {
 	if !rebuild {
 		img, err := eng.ImageInspect(ctx, s.Ref)
-		if err == nil && img.Labels[dockerfiles.LabelHash] == s.Hash {
+		if err == nil && img.Labels[labels.ImageHash] == s.Hash {
 			return BuildResult{Ref: s.Ref, ID: img.ID}, nil
 		}
 		if err != nil && !docker.IsNotFound(err) {
@@ -53,16 +54,14 @@ func upToDate(ctx context.Context, eng docker.Engine, s Spec) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("inspect image %s: %w", s.Ref, err)
 	}
-	return img.Labels[dockerfiles.LabelHash] == s.Hash, nil
+	return img.Labels[labels.ImageHash] == s.Hash, nil
 }
 
 func build(ctx context.Context, eng docker.Engine, s Spec, r progress.Reporter) (string, error) {
 	step := "build " + s.Ref
 	progress.Begin(r, step, "")
-	labels := map[string]string{dockerfiles.LabelHash: s.Hash, dockerfiles.LabelKind: string(s.Kind)}
-	for k, v := range s.Labels {
-		labels[k] = v
-	}
+	lbl := map[string]string{labels.ImageHash: s.Hash, labels.ImageKind: s.Kind}
+	maps.Copy(lbl, s.Labels)
 	buildCtx, err := contextTar(s.Dockerfile)
 	if err != nil {
 		progress.Failed(r, step, err)
@@ -72,7 +71,7 @@ func build(ctx context.Context, eng docker.Engine, s Spec, r progress.Reporter) 
 	id, err := eng.ImageBuild(ctx, docker.BuildOptions{
 		Context:   buildCtx,
 		Tags:      []string{s.Ref},
-		Labels:    labels,
+		Labels:    lbl,
 		BuildArgs: s.BuildArgs,
 		OnLine: func(line string) {
 			line = cleanLine(line)
@@ -118,7 +117,7 @@ func (e *StepError) Error() string {
 
 func buildFailed(s Spec, lastStep string, err error) error {
 	hint := "fix the failing step, then run 'mltrain build' again"
-	if isLab(s.Kind) {
+	if s.Role != "" { // one of the lab's own images
 		hint = "the build downloads from the package sources its Dockerfile names; fix the cause above and run 'mltrain build' again, " +
 			"or load prebuilt images: 'mltrain images load FILE' (made by 'mltrain images save FILE' on a node that has them)"
 	}
@@ -143,15 +142,6 @@ func cleanLine(l string) string { return strings.TrimRight(ansi.ReplaceAllString
 // builderNoise is the builder's own bookkeeping, not the step's output.
 func builderNoise(l string) bool {
 	return strings.HasPrefix(l, "Removing intermediate container") || strings.HasPrefix(l, " ---> ")
-}
-
-func isLab(k dockerfiles.Kind) bool {
-	for _, l := range dockerfiles.Kinds {
-		if k == l {
-			return true
-		}
-	}
-	return false
 }
 
 // contextTar is the build context: the Dockerfile alone (the lab's images

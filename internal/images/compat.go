@@ -8,20 +8,20 @@ import (
 
 	"github.com/distribution/reference"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 // CompareVersions compares the Ray and Python versions an image's labels
-// declare (dockerfiles.LabelRayVersion, LabelPythonVersion) between a worker
+// declare (labels.ImageRayVersion, LabelPythonVersion) between a worker
 // image and the Jupyter image, and returns one warning per mismatch or
 // missing label. Ray rejects a driver whose Ray or Python version differs
 // from the cluster's, so a mismatch breaks jobs started from Jupyter.
 func CompareVersions(workerRef string, worker docker.Image, jupyterRef string, jupyter docker.Image) []string {
 	var out []string
 	for _, l := range []struct{ label, what string }{
-		{dockerfiles.LabelRayVersion, "Ray"},
-		{dockerfiles.LabelPythonVersion, "Python"},
+		{labels.ImageRayVersion, "Ray"},
+		{labels.ImagePythonVersion, "Python"},
 	} {
 		w, j := worker.Labels[l.label], jupyter.Labels[l.label]
 		switch {
@@ -88,12 +88,12 @@ func CompareHead(headRef, workerRef string, worker docker.Image) []string {
 		return nil
 	}
 	var out []string
-	if w := worker.Labels[dockerfiles.LabelRayVersion]; w != "" && w != ray {
+	if w := worker.Labels[labels.ImageRayVersion]; w != "" && w != ray {
 		out = append(out, fmt.Sprintf("the Ray head image %s runs Ray %s but worker image %s has Ray %s: the workers cannot join", headRef, ray, workerRef, w))
 	}
-	if w := worker.Labels[dockerfiles.LabelPythonVersion]; w != "" && w != python {
-		out = append(out, fmt.Sprintf("the Ray head image %s runs Python %s but worker image %s has Python %s: the workers cannot join; use %s for the head",
-			headRef, python, workerRef, w, dockerfiles.RayImage(ray)))
+	if w := worker.Labels[labels.ImagePythonVersion]; w != "" && w != python {
+		out = append(out, fmt.Sprintf("the Ray head image %s runs Python %s but worker image %s has Python %s: the workers cannot join; use rayproject/ray:%s-py%s for the head",
+			headRef, python, workerRef, w, ray, strings.ReplaceAll(w, ".", "")))
 	}
 	return out
 }
@@ -105,10 +105,10 @@ func checkRequest(ctx context.Context, eng docker.Engine, req Request) []string 
 	var workers []Spec
 	var jupyter *Spec
 	for i, s := range req.Build {
-		switch s.Kind {
-		case dockerfiles.RayCUDA, dockerfiles.RayROCm:
+		switch s.Role {
+		case RoleWorker:
 			workers = append(workers, s)
-		case dockerfiles.JupyterRay:
+		case RoleJupyter:
 			jupyter = &req.Build[i]
 		}
 	}

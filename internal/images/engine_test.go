@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -69,8 +69,8 @@ func TestBuildIsSkippedWhenUpToDateAndRedoneWhenContentChanges(t *testing.T) {
 	assert.EqualValues(t, 1, eng.builds.Load())
 	img, err := real.ImageInspect(ctx, s1.Ref)
 	require.NoError(t, err)
-	assert.Equal(t, s1.Hash, img.Labels[dockerfiles.LabelHash], "the content hash is the label")
-	assert.Equal(t, "0.0.0", img.Labels[dockerfiles.LabelRayVersion], "RAY_VERSION reaches the Dockerfile as a build arg")
+	assert.Equal(t, s1.Hash, img.Labels[labels.ImageHash], "the content hash is the label")
+	assert.Equal(t, "0.0.0", img.Labels[labels.ImageRayVersion], "RAY_VERSION reaches the Dockerfile as a build arg")
 	assert.True(t, rec.Has("build "+s1.Ref, progress.Done))
 	assert.True(t, saidPrefix(&rec, "build "+s1.Ref, "Step 3/"), "build output is streamed as progress")
 
@@ -98,7 +98,7 @@ func TestBuildIsSkippedWhenUpToDateAndRedoneWhenContentChanges(t *testing.T) {
 	assert.EqualValues(t, 3, eng.builds.Load())
 	img2, err := real.ImageInspect(ctx, s2.Ref)
 	require.NoError(t, err)
-	assert.Equal(t, s2.Hash, img2.Labels[dockerfiles.LabelHash])
+	assert.Equal(t, s2.Hash, img2.Labels[labels.ImageHash])
 	assert.Equal(t, "yes", img2.Labels["changed"])
 }
 
@@ -119,7 +119,7 @@ func TestBuildReplacesTagWithStaleHash(t *testing.T) {
 	assert.EqualValues(t, 2, eng.builds.Load())
 	img, err := real.ImageInspect(ctx, s.Ref)
 	require.NoError(t, err)
-	assert.Equal(t, s.Hash, img.Labels[dockerfiles.LabelHash])
+	assert.Equal(t, s.Hash, img.Labels[labels.ImageHash])
 	r, err = Build(ctx, eng, s, false, nil)
 	require.NoError(t, err)
 	assert.False(t, r.Built)
@@ -240,7 +240,7 @@ func TestSaveThenLoadRoundTripsABuiltImage(t *testing.T) {
 	back, err := eng.ImageInspect(ctx, s.Ref)
 	require.NoError(t, err)
 	assert.Equal(t, orig.ID, back.ID)
-	assert.Equal(t, s.Hash, back.Labels[dockerfiles.LabelHash])
+	assert.Equal(t, s.Hash, back.Labels[labels.ImageHash])
 
 	// A loaded image counts as built: Ensure does not build it again.
 	c := &counting{Engine: eng}

@@ -8,10 +8,11 @@ package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -72,105 +73,52 @@ type Options struct {
 }
 
 // Spec is one image mltrain builds: its Dockerfile bytes, build arguments
-// and the content-addressed tag. LabSpec makes the lab's; NewSpec any other
-// (tests build FROM scratch Dockerfiles through the same path).
+// and the content-addressed tag. The dockerfiles package makes the lab's;
+// NewSpec any other (tests build FROM scratch Dockerfiles through the same
+// path).
 type Spec struct {
-	Kind       dockerfiles.Kind // ray-cuda, ray-rocm, jupyter-ray, or a test name
+	Kind       string // ray-cuda, ray-rocm, jupyter-ray, or a test name
 	RayVersion string
 	Dockerfile []byte
 	BuildArgs  map[string]string
 	Labels     map[string]string // extra labels (tests add dockertest.TestLabel)
-	Hash       string            // content hash, also the label dockerfiles.LabelHash
+	Hash       string            // content hash, also the label labels.ImageHash
 	Ref        string            // mltrain/<kind>:<ray version>-<hash>
+	// Role is what a lab image is for: RoleWorker or RoleJupyter ("" for
+	// any other build). Ensure compares the versions of the two.
+	Role string
 }
 
-// LabSpec is the build of one of the embedded images; its Ref equals
-// dockerfiles.Ref(k, rayVersion).
-func LabSpec(k dockerfiles.Kind, rayVersion string) (Spec, error) {
-	df, err := dockerfiles.Dockerfile(k)
-	if err != nil {
-		return Spec{}, err
-	}
-	ref, err := dockerfiles.Ref(k, rayVersion)
-	if err != nil {
-		return Spec{}, err
-	}
-	hash, err := dockerfiles.Hash(k, rayVersion)
-	if err != nil {
-		return Spec{}, err
-	}
-	return Spec{Kind: k, RayVersion: rayVersion, Dockerfile: df, BuildArgs: dockerfiles.BuildArgs(k, rayVersion), Hash: hash, Ref: ref}, nil
-}
+// Roles of the lab's images.
+const (
+	RoleWorker  = "worker"
+	RoleJupyter = "jupyter"
+)
 
 // NewSpec is a build of any Dockerfile, named and hashed like the lab's.
 func NewSpec(name, rayVersion string, dockerfile []byte) Spec {
-	hash := dockerfiles.HashOf(name, rayVersion, dockerfile)
+	hash := HashOf(name, rayVersion, dockerfile)
 	return Spec{
-		Kind: dockerfiles.Kind(name), RayVersion: rayVersion, Dockerfile: dockerfile,
+		Kind: name, RayVersion: rayVersion, Dockerfile: dockerfile,
 		BuildArgs: map[string]string{"RAY_VERSION": rayVersion},
 		Hash:      hash, Ref: fmt.Sprintf("mltrain/%s:%s-%s", name, rayVersion, hash),
 	}
 }
 
-// WorkerKind is the worker image a host with GPUs of vendor (gpu.Vendor:
-// "nvidia", "amd", or "" for none) needs. With no
-// GPU (CPU rehearsal) it is the CUDA image: its PyTorch runs on CPU, it is
-// several times smaller than the ROCm image, and a rehearsal then runs the
-// very image an NVIDIA lab runs.
-func WorkerKind(vendor string) dockerfiles.Kind {
-	if vendor == "amd" {
-		return dockerfiles.RayROCm
-	}
-	return dockerfiles.RayCUDA
-}
-
-// LabSpecs are the builds a host with GPUs of vendor needs: its worker image
-// and the Jupyter image.
-func LabSpecs(vendor string, rayVersion string) ([]Spec, error) {
-	var out []Spec
-	for _, k := range []dockerfiles.Kind{WorkerKind(vendor), dockerfiles.JupyterRay} {
-		s, err := LabSpec(k, rayVersion)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+// HashOf is the content hash of a build (name, Ray version, Dockerfile
+// bytes): a changed Dockerfile means a new tag, an unchanged one is never
+// rebuilt. 12 hex digits.
+func HashOf(name, rayVersion string, dockerfile []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "kind=%s\nray=%s\n", name, rayVersion)
+	h.Write(dockerfile)
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Request is what a lab needs: external images to pull and images to build.
 type Request struct {
 	Pull  []string
 	Build []Spec
-}
-
-// RequestFor sorts the images a plan uses into what to build and what to
-// pull: a ref equal to dockerfiles.Ref(kind, rayVersion) of an embedded
-// image is built, any other is pulled (and must be pinned). Duplicates are
-// dropped. This is the call 'mltrain up' makes with its plan's images.
-func RequestFor(rayVersion string, refs []string) (Request, error) {
-	built := map[string]dockerfiles.Kind{}
-	for _, k := range dockerfiles.Kinds {
-		ref, err := dockerfiles.Ref(k, rayVersion)
-		if err != nil {
-			return Request{}, err
-		}
-		built[ref] = k
-	}
-	var req Request
-	for _, ref := range dedupe(refs) {
-		k, ok := built[ref]
-		if !ok {
-			req.Pull = append(req.Pull, ref)
-			continue
-		}
-		s, err := LabSpec(k, rayVersion)
-		if err != nil {
-			return Request{}, err
-		}
-		req.Build = append(req.Build, s)
-	}
-	return req, nil
 }
 
 // Result says what Ensure did with each image.
@@ -194,7 +142,7 @@ func Ensure(ctx context.Context, eng docker.Engine, req Request, opts Options, r
 		return res, err
 	}
 	for _, ref := range req.Pull {
-		if err := dockerfiles.CheckPinned(ref); err != nil {
+		if err := CheckPinned(ref); err != nil {
 			return res, clierr.WithHint(err, "pin the image to a version tag in the lab's configuration")
 		}
 	}
@@ -210,14 +158,14 @@ func Ensure(ctx context.Context, eng docker.Engine, req Request, opts Options, r
 			progress.Note(r, fmt.Sprintf("%s is up to date (content hash %s)", s.Ref, s.Hash))
 			continue
 		}
-		bases, err := baseImages(s)
+		bases, err := Bases(s)
 		if err != nil {
 			return res, err
 		}
 		pull = append(pull, bases...)
 		todo = append(todo, s)
 	}
-	pr, err := Pull(ctx, eng, dedupe(pull), opts, r)
+	pr, err := Pull(ctx, eng, Dedupe(pull), opts, r)
 	res.Present, res.Pulled = pr.Present, pr.Pulled
 	if err != nil {
 		return res, err
@@ -235,20 +183,22 @@ func Ensure(ctx context.Context, eng docker.Engine, req Request, opts Options, r
 	return res, nil
 }
 
-func baseImages(s Spec) ([]string, error) {
-	bases, err := dockerfiles.BaseImages(s.Dockerfile, s.BuildArgs)
+// Bases are the pinned base images s builds FROM.
+func Bases(s Spec) ([]string, error) {
+	bases, err := BaseImages(s.Dockerfile, s.BuildArgs)
 	if err != nil {
 		return nil, fmt.Errorf("Dockerfile of %s: %w", s.Ref, err)
 	}
 	for _, b := range bases {
-		if err := dockerfiles.CheckPinned(b); err != nil {
+		if err := CheckPinned(b); err != nil {
 			return nil, fmt.Errorf("Dockerfile of %s: %w", s.Ref, err)
 		}
 	}
 	return bases, nil
 }
 
-func dedupe(refs []string) []string {
+// Dedupe drops repeated references, keeping the first.
+func Dedupe(refs []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range refs {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -192,50 +192,18 @@ func TestEnsurePullsBasesOfNeededBuildsOnly(t *testing.T) {
 	f := fake.New()
 	needed := NewSpec("needed", "1.0.0", []byte("ARG RAY_VERSION=0\nFROM base/needed:${RAY_VERSION}\n"))
 	fresh := NewSpec("fresh", "1.0.0", []byte("FROM base/fresh:1\n"))
-	f.Images[fresh.Ref] = docker.Image{ID: "sha256:f", Labels: map[string]string{dockerfiles.LabelHash: fresh.Hash}}
+	f.Images[fresh.Ref] = docker.Image{ID: "sha256:f", Labels: map[string]string{labels.ImageHash: fresh.Hash}}
 	res, err := Ensure(context.Background(), f, Request{Pull: []string{"ext/a:1"}, Build: []Spec{needed, fresh}}, Options{}, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"ext/a:1", "base/needed:1.0.0"}, f.CallsOf("pull"), "the build arg picks the base; an up-to-date build needs no base")
 	assert.Equal(t, []string{needed.Ref}, res.Built)
 	assert.Equal(t, []string{fresh.Ref}, res.UpToDate)
-	assert.Equal(t, needed.Hash, f.Images[needed.Ref].Labels[dockerfiles.LabelHash])
-}
-
-func TestLabSpecsFollowTheVendor(t *testing.T) {
-	for vendor, worker := range map[string]dockerfiles.Kind{"nvidia": dockerfiles.RayCUDA, "amd": dockerfiles.RayROCm, "": dockerfiles.RayCUDA} {
-		specs, err := LabSpecs(vendor, "2.54.0")
-		require.NoError(t, err)
-		require.Len(t, specs, 2)
-		assert.Equal(t, worker, specs[0].Kind, vendor)
-		assert.Equal(t, dockerfiles.JupyterRay, specs[1].Kind)
-		ref, err := dockerfiles.Ref(worker, "2.54.0")
-		require.NoError(t, err)
-		assert.Equal(t, ref, specs[0].Ref, "the ref other packages compute is the one built")
-	}
-	s, err := LabSpec(dockerfiles.RayROCm, "2.54.0")
-	require.NoError(t, err)
-	bases, err := baseImages(s)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"rayproject/ray:2.54.0-py312"}, bases)
-
-	refs, err := LabRefs("2.54.0", []string{"minio/minio:RELEASE.2025-09-07T16-13-09Z"})
-	require.NoError(t, err)
-	assert.Contains(t, refs, "rayproject/ray:2.54.0-py312-gpu")
-	assert.Contains(t, refs, "quay.io/jupyter/pytorch-notebook:2025-03-14")
-	assert.Contains(t, refs, "minio/minio:RELEASE.2025-09-07T16-13-09Z")
-	assert.Contains(t, refs, specs0Ref(t, dockerfiles.JupyterRay))
-	assert.Len(t, refs, 7, "head (= rocm base), cuda base, jupyter base, 3 built, minio: %v", refs)
-}
-
-func specs0Ref(t *testing.T, k dockerfiles.Kind) string {
-	r, err := dockerfiles.Ref(k, "2.54.0")
-	require.NoError(t, err)
-	return r
+	assert.Equal(t, needed.Hash, f.Images[needed.Ref].Labels[labels.ImageHash])
 }
 
 func TestVersionChecks(t *testing.T) {
 	lab := func(ray, py string) docker.Image {
-		return docker.Image{Labels: map[string]string{dockerfiles.LabelRayVersion: ray, dockerfiles.LabelPythonVersion: py}}
+		return docker.Image{Labels: map[string]string{labels.ImageRayVersion: ray, labels.ImagePythonVersion: py}}
 	}
 	assert.Empty(t, CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.54.0", "3.12")))
 	w := CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.53.0", "3.11"))
@@ -268,12 +236,12 @@ func TestVersionChecks(t *testing.T) {
 // Ensure reports mismatches it finds among what it made present.
 func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
 	f := fake.New()
-	specs, err := LabSpecs("nvidia", "2.54.0")
-	require.NoError(t, err)
+	specs := []Spec{NewSpec("ray-cuda", "2.54.0", []byte("FROM scratch\n")), NewSpec("jupyter-ray", "2.54.0", []byte("FROM scratch\n"))}
+	specs[0].Role, specs[1].Role = RoleWorker, RoleJupyter
 	f.Images[specs[0].Ref] = docker.Image{ID: "sha256:w", Labels: map[string]string{
-		dockerfiles.LabelHash: specs[0].Hash, dockerfiles.LabelRayVersion: "2.54.0", dockerfiles.LabelPythonVersion: "3.12"}}
+		labels.ImageHash: specs[0].Hash, labels.ImageRayVersion: "2.54.0", labels.ImagePythonVersion: "3.12"}}
 	f.Images[specs[1].Ref] = docker.Image{ID: "sha256:j", Labels: map[string]string{
-		dockerfiles.LabelHash: specs[1].Hash, dockerfiles.LabelRayVersion: "2.54.0", dockerfiles.LabelPythonVersion: "3.13"}}
+		labels.ImageHash: specs[1].Hash, labels.ImageRayVersion: "2.54.0", labels.ImagePythonVersion: "3.13"}}
 	f.Images["rayproject/ray:2.54.0"] = docker.Image{ID: "sha256:h"}
 	var rec progress.Recorder
 	res, err := Ensure(context.Background(), f, Request{Pull: []string{"rayproject/ray:2.54.0"}, Build: specs}, Options{}, &rec)
@@ -288,20 +256,4 @@ func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
 	assert.Equal(t, 2, warned)
 	assert.Empty(t, f.CallsOf("build"))
 	assert.Empty(t, f.CallsOf("pull"))
-}
-
-func TestRequestForSplitsBuildsFromPulls(t *testing.T) {
-	cuda, err := dockerfiles.Ref(dockerfiles.RayCUDA, "2.54.0")
-	require.NoError(t, err)
-	jup, err := dockerfiles.Ref(dockerfiles.JupyterRay, "2.54.0")
-	require.NoError(t, err)
-	old, err := dockerfiles.Ref(dockerfiles.RayCUDA, "2.53.0")
-	require.NoError(t, err)
-	req, err := RequestFor("2.54.0", []string{"rayproject/ray:2.54.0-py312", cuda, cuda, jup, "minio/minio:RELEASE.2025-09-07T16-13-09Z", old})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"rayproject/ray:2.54.0-py312", "minio/minio:RELEASE.2025-09-07T16-13-09Z", old}, req.Pull,
-		"a build for another Ray version is not ours to build: it must come from elsewhere")
-	require.Len(t, req.Build, 2)
-	assert.Equal(t, cuda, req.Build[0].Ref)
-	assert.Equal(t, dockerfiles.JupyterRay, req.Build[1].Kind)
 }

@@ -1,4 +1,4 @@
-package images
+package dockerfiles
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -22,7 +24,8 @@ import (
 // labels are checked without a registry.
 func TestEmbeddedDockerfilesBuildOverStandInBases(t *testing.T) {
 	eng := dockertest.Engine(t)
-	ctx := ctxT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	ver := fmt.Sprintf("0.0.%d", os.Getpid())
 	sh := dockertest.UniqueName(t, "mltrain-test-fakesh") + ":1"
 	dockertest.GoImage(t, eng, sh, "./testdata/fakesh", map[string]string{
@@ -47,13 +50,13 @@ func TestEmbeddedDockerfilesBuildOverStandInBases(t *testing.T) {
 		}
 	})
 
-	want := map[dockerfiles.Kind][]string{
-		dockerfiles.RayCUDA: {
+	want := map[Kind][]string{
+		RayCUDA: {
 			"assert v == '3.12'", "ray.__version__ == '" + ver + "'",
 			`--index-url "https://download.pytorch.org/whl/cu128" "torch==2.10.0" "torchvision==0.25.0"`,
 			`"lightning>=2.5,<3" "boto3>=1.35,<2" "s3fs>=2024.6.0"`,
 		},
-		dockerfiles.RayROCm: {
+		RayROCm: {
 			"assert v == '3.12'", "ray.__version__ == '" + ver + "'",
 			// the fake shell leaves ${VERSION_CODENAME} (read from /etc/os-release) empty
 			`wget -q "https://repo.radeon.com/amdgpu-install/7.0.1/ubuntu//amdgpu-install_7.0.1.70001-1_all.deb"`,
@@ -62,29 +65,29 @@ func TestEmbeddedDockerfilesBuildOverStandInBases(t *testing.T) {
 			`--index-url "https://download.pytorch.org/whl/rocm7.0" "torch==2.10.0" "torchvision==0.25.0"`,
 			`"lightning>=2.5,<3" "boto3>=1.35,<2" "s3fs>=2024.6.0"`,
 		},
-		dockerfiles.JupyterRay: {
+		JupyterRay: {
 			"assert v == '3.12'",
 			`"ray[default]==` + ver + `"`, `"lightning>=2.5,<3"`, "fix-permissions",
 		},
 	}
-	for _, k := range dockerfiles.Kinds {
+	for _, k := range Kinds {
 		t.Run(string(k), func(t *testing.T) {
-			df, err := dockerfiles.Dockerfile(k)
+			df, err := Dockerfile(k)
 			require.NoError(t, err)
-			s := NewSpec(dockertest.UniqueName(t, "mltrain-test"), ver, df)
-			s.Kind = k
+			s := images.NewSpec(dockertest.UniqueName(t, "mltrain-test"), ver, df)
+			s.Kind = string(k)
 			s.Labels = map[string]string{dockertest.TestLabel: "1"}
-			if k == dockerfiles.JupyterRay {
+			if k == JupyterRay {
 				s.BuildArgs["JUPYTER_BASE"] = jupyterBase
 			}
 			t.Cleanup(func() { _ = eng.ImageRemove(context.Background(), s.Ref) })
-			got, err := BaseImages(s)
+			got, err := images.Bases(s)
 			require.NoError(t, err)
 			require.Len(t, got, 1)
 			assert.Contains(t, bases, got[0], "the FROM resolves to the stand-in with the build args")
 
 			var rec progress.Recorder
-			res, err := Build(ctx, eng, s, false, &rec)
+			res, err := images.Build(ctx, eng, s, false, &rec)
 			require.NoError(t, err)
 			assert.True(t, res.Built)
 			var out strings.Builder
@@ -99,13 +102,10 @@ func TestEmbeddedDockerfilesBuildOverStandInBases(t *testing.T) {
 			}
 			img, err := eng.ImageInspect(ctx, s.Ref)
 			require.NoError(t, err)
-			assert.Equal(t, ver, img.Labels[dockerfiles.LabelRayVersion])
-			assert.Equal(t, dockerfiles.PythonVersion, img.Labels[dockerfiles.LabelPythonVersion])
-			assert.Equal(t, s.Hash, img.Labels[dockerfiles.LabelHash])
-			assert.Equal(t, string(k), img.Labels[dockerfiles.LabelKind])
+			assert.Equal(t, ver, img.Labels[labels.ImageRayVersion])
+			assert.Equal(t, PythonVersion, img.Labels[labels.ImagePythonVersion])
+			assert.Equal(t, s.Hash, img.Labels[labels.ImageHash])
+			assert.Equal(t, string(k), img.Labels[labels.ImageKind])
 		})
 	}
 }
-
-// BaseImages is baseImages for tests: the bases a spec's FROM lines name.
-func BaseImages(s Spec) ([]string, error) { return baseImages(s) }
