@@ -24,9 +24,11 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-# Python in workspace/ can only be compiled here (no PyPI): catch syntax errors.
+# Python in workspace/ without PyPI: compile it, and run the standard-library
+# tests of train.py's plain logic (workspace/test_*.py).
 py-check:
 	@if ls workspace/*.py >/dev/null 2>&1; then python3 -m py_compile workspace/*.py && echo "py_compile: workspace ok"; fi
+	@if ls workspace/test_*.py >/dev/null 2>&1; then python3 -m unittest discover -s workspace -p 'test_*.py'; fi
 
 # The main job: bring the lab up on this host.
 up: build
