@@ -34,6 +34,17 @@ class ArgsTest(unittest.TestCase):
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
             train.parse_args(["--mode", "ray", "--keep-checkpoints", "-1"])
 
+    def test_pretrained_follows_flags_and_env(self):
+        self.assertTrue(train.make_config(train.parse_args([]))["pretrained"])
+        self.assertFalse(train.make_config(train.parse_args(["--no-pretrained"]))["pretrained"])
+        self.assertFalse(train.make_config(train.parse_args(["--fake-data"]))["pretrained"])
+        with mock.patch.dict(os.environ, {"MLTRAIN_NO_PRETRAINED": "1"}):
+            cfg = train.make_config(train.parse_args([]))
+        self.assertFalse(cfg["pretrained"])
+        self.assertFalse(cfg["fake_data"], "no pretrained weights is not fake data")
+        with mock.patch.dict(os.environ, {"MLTRAIN_NO_PRETRAINED": "0"}):
+            self.assertTrue(train.make_config(train.parse_args([]))["pretrained"])
+
 
 class CheckpointNameTest(unittest.TestCase):
     def test_names_round_trip_and_sort_by_epoch(self):

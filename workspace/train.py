@@ -104,6 +104,10 @@ def result(summary):
     print(RESULT + " " + json.dumps(summary, default=str), flush=True)
 
 
+def env_flag(name):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def positive_int(s):
     v = int(s)
     if v < 1:
@@ -143,6 +147,9 @@ def parse_args(argv=None):
                    help="Food-11 root holding training/ validation/ evaluation/")
     p.add_argument("--fake-data", action="store_true",
                    help="random images instead of Food-11 and no pretrained weights (no download at all)")
+    p.add_argument("--no-pretrained", action="store_true", default=env_flag("MLTRAIN_NO_PRETRAINED"),
+                   help="start from random weights instead of downloading ImageNet's (hosts without network; "
+                        "default from MLTRAIN_NO_PRETRAINED=1)")
     p.add_argument("--keep-checkpoints", type=int, default=None,
                    help="checkpoints kept in storage: ray mode keeps the N newest (default 2), tune mode the N "
                         "best by val_accuracy per trial (default 1); the newest always stays; 0 keeps all")
@@ -177,6 +184,7 @@ def make_config(args):
         cfg["batch_size"] = args.batch_size
     cfg["quick"] = args.quick
     cfg["fake_data"] = args.fake_data
+    cfg["pretrained"] = not (args.fake_data or args.no_pretrained)
     cfg["data_dir"] = args.data_dir
     # Decided once in the driver: in the lab's CPU rehearsal the workers
     # advertise logical GPUs so scheduling matches the lesson, but compute
@@ -285,7 +293,8 @@ def make_module(cfg):
         def __init__(self, config):
             super().__init__()
             self.config = dict(config)
-            weights = None if config["fake_data"] else MobileNet_V2_Weights.DEFAULT
+            pretrained = config.get("pretrained", not config["fake_data"])
+            weights = MobileNet_V2_Weights.DEFAULT if pretrained else None
             model = mobilenet_v2(weights=weights)
             model.classifier = nn.Sequential(
                 nn.Dropout(config["dropout_probability"]),
