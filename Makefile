@@ -4,7 +4,7 @@ BIN     ?= bin/mltrain
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 PKGS    := ./...
 
-.PHONY: all build test lint vet fmt-check up bench bench-food11 fuzz py-check clean
+.PHONY: all build test lint vet fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
 
 all: lint test build
 
@@ -24,9 +24,12 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-# Python in workspace/ can only be compiled here (no PyPI): catch syntax errors.
+# Python without PyPI: compile it, and run the standard-library tests of
+# train.py's plain logic and of the GPU smoke run's checks.
 py-check:
-	@if ls workspace/*.py >/dev/null 2>&1; then python3 -m py_compile workspace/*.py && echo "py_compile: workspace ok"; fi
+	@if ls workspace/*.py >/dev/null 2>&1; then python3 -m py_compile workspace/*.py bench/gpu-smoke/*.py && echo "py_compile: workspace, gpu-smoke ok"; fi
+	python3 -m unittest discover -s workspace -p 'test_*.py'
+	python3 -m unittest discover -s bench/gpu-smoke -p 'test_*.py'
 
 # The main job: bring the lab up on this host.
 up: build
@@ -40,6 +43,12 @@ bench:
 # The Food-11 load against unzip and the course's way (generates a ~1 GiB zip once, cached).
 bench-food11:
 	bash bench/food11/run.sh
+
+# On a machine with an NVIDIA GPU (no Docker or Ray needed): NVML through a
+# cgo build of mltrain, and one quick epoch of train.py on the GPU. Skips
+# (exit 0) without a GPU; never part of test or CI.
+gpu-smoke:
+	bash bench/gpu-smoke/run.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProperties -fuzztime 30s ./internal/gpu

@@ -58,7 +58,7 @@ func TestTrainPyCompiles(t *testing.T) {
 	src, err := workspace.File("train.py")
 	require.NoError(t, err)
 	for _, flag := range []string{"--mode", "--workers", "--gpu-fraction", "--cpus-per-worker", "--max-failures",
-		"--epochs", "--quick", "--num-samples", "--run-name", "--fake-data"} {
+		"--epochs", "--quick", "--num-samples", "--run-name", "--fake-data", "--no-pretrained", "--keep-checkpoints"} {
 		assert.True(t, strings.Contains(string(src), `"`+flag+`"`), flag)
 	}
 }
