@@ -132,7 +132,6 @@ var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
 
 // CPUWarning is the loud warning of a CPU rehearsal lab.
 const CPUWarning = "NO GPU on this host: this is a CPU REHEARSAL lab. Each worker advertises 1 logical GPU " +
-
 	"so every exercise schedules, but training runs on the CPU (MLTRAIN_ACCELERATOR=cpu) and is far slower; " +
 	"do not use its timings as GPU results."
 
