@@ -4,7 +4,6 @@
 package fake
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -32,6 +31,18 @@ type Engine struct {
 	ExecFunc  func(name string, cmd []string) (docker.ExecResult, error)
 	StartFunc func(name string) error
 	PullFunc  func(ref string) error
+	// PublishFunc binds a published host port of a starting container, as
+	// the engine's proxy does (nil: ports are recorded, nothing binds). Its
+	// error fails the start the way the engine's does; the closer runs when
+	// the container stops.
+	PublishFunc func(name, hostIP string, hostPort, containerPort int) (io.Closer, error)
+	// HealthDelay is how long a started container with a healthcheck stays
+	// "starting" before it reports "healthy", as the engine does for its
+	// first interval.
+	HealthDelay time.Duration
+
+	published map[string][]io.Closer // container name -> bound ports
+	healthyAt map[string]time.Time    // containers this fake started with a healthcheck
 
 	Calls []string // "verb name", in order
 	seq   int
@@ -68,8 +79,10 @@ func notFound(kind, name string) error {
 }
 
 func (f *Engine) Info(context.Context) (docker.Info, error) { return f.InfoValue, f.InfoErr }
-func (f *Engine) Host() string                              { return "fake://engine" }
-func (f *Engine) Close() error                              { return nil }
+
+func (f *Engine) Host() string { return "fake://engine" }
+
+func (f *Engine) Close() error { return nil }
 
 func (f *Engine) ImageInspect(_ context.Context, ref string) (docker.Image, error) {
 	f.mu.Lock()
@@ -223,165 +236,6 @@ func matches(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// AddContainer puts a container in the fake as if it had been created.
-func (f *Engine) AddContainer(d docker.ContainerDetails) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if d.ID == "" {
-		f.seq++
-		d.ID = fmt.Sprintf("%064d", f.seq)
-	}
-	if d.Networks == nil {
-		d.Networks = map[string]string{}
-	}
-	f.Containers[d.Name] = &d
-}
-
-func (f *Engine) find(nameOrID string) (*docker.ContainerDetails, bool) {
-	if c, ok := f.Containers[nameOrID]; ok {
-		return c, true
-	}
-	for _, c := range f.Containers {
-		if c.ID == nameOrID || (len(nameOrID) >= 12 && strings.HasPrefix(c.ID, nameOrID)) {
-			return c, true
-		}
-	}
-	return nil, false
-}
-
-func (f *Engine) ContainerList(_ context.Context, labels map[string]string) ([]docker.Container, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []docker.Container
-	for _, c := range f.Containers {
-		if matches(c.Labels, labels) {
-			out = append(out, c.Container)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func (f *Engine) ContainerInspect(_ context.Context, nameOrID string) (docker.ContainerDetails, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.find(nameOrID)
-	if !ok {
-		return docker.ContainerDetails{}, notFound("container", nameOrID)
-	}
-	return *c, nil
-}
-
-func (f *Engine) ContainerCreate(_ context.Context, spec docker.ContainerSpec) (string, error) {
-	f.mu.Lock()
-	if _, ok := f.Containers[spec.Name]; ok {
-		f.mu.Unlock()
-		return "", fmt.Errorf("create container %s: name in use", spec.Name)
-	}
-	f.call("create", spec.Name)
-	f.mu.Unlock()
-	d := docker.ContainerDetails{Config: spec.Config, HostConfig: spec.HostConfig}
-	d.Name, d.State, d.Created = spec.Name, "created", time.Now()
-	if spec.Config != nil {
-		d.Image, d.Labels, d.Env = spec.Config.Image, spec.Config.Labels, spec.Config.Env
-	}
-	f.AddContainer(d)
-	c, _ := f.ContainerInspect(context.Background(), spec.Name)
-	return c.ID, nil
-}
-
-func (f *Engine) ContainerStart(_ context.Context, nameOrID string) error {
-	f.mu.Lock()
-	c, ok := f.find(nameOrID)
-	if !ok {
-		f.mu.Unlock()
-		return notFound("container", nameOrID)
-	}
-	f.call("start", c.Name)
-	hook := f.StartFunc
-	name := c.Name
-	f.mu.Unlock()
-	if hook != nil {
-		if err := hook(name); err != nil {
-			return err
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c.State, c.Running, c.StartedAt = "running", true, time.Now()
-	return nil
-}
-
-func (f *Engine) ContainerStop(_ context.Context, nameOrID string, _ time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.find(nameOrID)
-	if !ok {
-		return nil
-	}
-	f.call("stop", c.Name)
-	c.State, c.Running, c.FinishedAt = "exited", false, time.Now()
-	return nil
-}
-
-func (f *Engine) ContainerRemove(_ context.Context, nameOrID string, _ bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.find(nameOrID)
-	if !ok {
-		return nil
-	}
-	f.call("remove", c.Name)
-	delete(f.Containers, c.Name)
-	return nil
-}
-
-func (f *Engine) ContainerLogs(_ context.Context, nameOrID string, _ docker.LogsOptions, stdout, _ io.Writer) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.find(nameOrID)
-	if !ok {
-		return notFound("container", nameOrID)
-	}
-	_, err := io.WriteString(stdout, f.Logs[c.Name])
-	return err
-}
-
-func (f *Engine) CopyToContainer(_ context.Context, nameOrID, dst string, r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Copied[nameOrID+":"+dst] = b
-	return nil
-}
-
-func (f *Engine) CopyFromContainer(_ context.Context, nameOrID, src string) (io.ReadCloser, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	b, ok := f.Copied[nameOrID+":"+src]
-	if !ok {
-		return nil, notFound("path", nameOrID+":"+src)
-	}
-	return io.NopCloser(bytes.NewReader(b)), nil
-}
-
-func (f *Engine) Exec(_ context.Context, nameOrID string, cmd []string) (docker.ExecResult, error) {
-	f.mu.Lock()
-	c, ok := f.find(nameOrID)
-	hook := f.ExecFunc
-	f.mu.Unlock()
-	if !ok {
-		return docker.ExecResult{}, notFound("container", nameOrID)
-	}
-	if hook == nil {
-		return docker.ExecResult{ExitCode: 127, Stderr: "fake: no ExecFunc"}, nil
-	}
-	return hook(c.Name, cmd)
 }
 
 var _ docker.Engine = (*Engine)(nil)
