@@ -34,6 +34,17 @@ func nvmlErr(op string, r nvml.Return) error {
 func (g *goNVML) Init() error { return nvmlErr("nvmlInit", g.lib.Init()) }
 func (g *goNVML) Shutdown()   { _ = g.lib.Shutdown() }
 
+func (g *goNVML) Driver() NVMLDriver {
+	var d NVMLDriver
+	if v, r := g.lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
+		d.Version = v
+	}
+	if v, r := g.lib.SystemGetCudaDriverVersion(); r == nvml.SUCCESS {
+		d.CUDA = v
+	}
+	return d
+}
+
 func (g *goNVML) DeviceCount() (int, error) {
 	n, r := g.lib.DeviceGetCount()
 	return n, nvmlErr("nvmlDeviceGetCount", r)
