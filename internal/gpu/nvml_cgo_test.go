@@ -49,7 +49,7 @@ func mockA100s(t *testing.T) *mock.Interface {
 
 func TestGoNVMLTwoA100(t *testing.T) {
 	lib := mockA100s(t)
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	assert.Empty(t, rep.Problems)
 	require.Len(t, rep.GPUs, 2)
 	for i, g := range rep.GPUs {
@@ -69,13 +69,13 @@ func TestGoNVMLTwoA100(t *testing.T) {
 
 func TestGoNVMLLibraryNotFound(t *testing.T) {
 	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	assert.Empty(t, rep.GPUs)
 	require.Equal(t, []string{CodeLibraryMissing}, codes(rep))
 	assert.Empty(t, lib.DeviceGetCountCalls(), "no device calls after a failed Init")
 
 	// With no NVIDIA hardware either, a missing library is simply "no GPU".
-	rep = detect(t, "none", fromNVML(lib))
+	rep = detect(t, "none", FromNVML(lib))
 	require.Equal(t, []string{CodeNoGPU}, codes(rep))
 }
 
@@ -85,7 +85,7 @@ func TestGoNVMLOneDeviceErrors(t *testing.T) {
 	broken.(*dgxa100.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
 		return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
 	}
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	require.Len(t, rep.GPUs, 1)
 	assert.Equal(t, "0000:17:00.0", rep.GPUs[0].PCIBusID)
 	require.Equal(t, []string{CodeNVMLError}, codes(rep))
@@ -99,7 +99,7 @@ func TestGoNVMLMIGNotSupportedIsOff(t *testing.T) {
 	d.(*dgxa100.Device).GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 	d1, _ := lib.DeviceGetHandleByIndex(1)
 	d1.(*dgxa100.Device).GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, 0, nvml.SUCCESS }
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	require.Len(t, rep.GPUs, 2)
 	assert.False(t, rep.GPUs[0].MIG)
 	assert.True(t, rep.GPUs[1].MIG)
@@ -130,7 +130,7 @@ func TestSystemNVML(t *testing.T) {
 // unreadable driver.
 func TestGoNVMLDriverAgainstTheCUDAImage(t *testing.T) {
 	lib := mockA100s(t)
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	assert.Equal(t, "570.133.20", rep.NVIDIADriver)
 	assert.Equal(t, "12.8", rep.CUDADriver)
 	assert.Empty(t, CheckDriver(rep, testNeed), "570 runs CUDA 12.8 fully")
@@ -138,7 +138,7 @@ func TestGoNVMLDriverAgainstTheCUDAImage(t *testing.T) {
 
 	lib.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "515.65.01", nvml.SUCCESS }
 	lib.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 11070, nvml.SUCCESS }
-	rep = detect(t, "nvidia-driver", fromNVML(lib))
+	rep = detect(t, "nvidia-driver", FromNVML(lib))
 	ps := CheckDriver(rep, testNeed)
 	require.Len(t, ps, 1)
 	assert.Equal(t, CodeDriverTooOld, ps[0].Code)
@@ -150,7 +150,7 @@ func TestGoNVMLDriverAgainstTheCUDAImage(t *testing.T) {
 
 	// go-nvml's own DGX A100 server mock runs 550.54.15, a CUDA 12.4 driver.
 	srv := dgxa100.New()
-	rep = detect(t, "none", fromNVML(&srv.Interface))
+	rep = detect(t, "none", FromNVML(&srv.Interface))
 	require.Len(t, rep.GPUs, 8)
 	assert.Equal(t, "550.54.15", rep.NVIDIADriver)
 	assert.Equal(t, "12.4", rep.CUDADriver)
@@ -162,7 +162,7 @@ func TestGoNVMLDriverAgainstTheCUDAImage(t *testing.T) {
 	lib = mockA100s(t)
 	lib.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
 	lib.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
-	rep = detect(t, "nvidia-driver", fromNVML(lib))
+	rep = detect(t, "nvidia-driver", FromNVML(lib))
 	require.Len(t, rep.GPUs, 2, "an unreadable version costs nothing but the check")
 	assert.Empty(t, rep.Problems)
 	assert.Empty(t, rep.NVIDIADriver)
