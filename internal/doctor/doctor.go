@@ -112,7 +112,7 @@ func Run(ctx context.Context, d Deps, o Options) Result {
 		if usesVendor(rep, gpu.NVIDIA) {
 			checkNVIDIA(rep, info, engErr, r)
 		}
-		if hasGPU(rep, gpu.AMD) {
+		if rep.Has(gpu.AMD) {
 			checkAMD(rep, d, r)
 		}
 	}
@@ -158,19 +158,10 @@ func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || strings.Contains(strings.ToLower(err.Error()), "permission denied")
 }
 
-func hasGPU(rep gpu.Report, v gpu.Vendor) bool {
-	for _, g := range rep.GPUs {
-		if g.Vendor == v {
-			return true
-		}
-	}
-	return false
-}
-
 // usesVendor: the host has that vendor's GPUs, or hardware of that vendor a
 // problem is about (so its container plumbing is worth checking too).
 func usesVendor(rep gpu.Report, v gpu.Vendor) bool {
-	if hasGPU(rep, v) {
+	if rep.Has(v) {
 		return true
 	}
 	for _, p := range rep.Problems {
@@ -223,7 +214,7 @@ var driverRow = map[gpu.Vendor]string{gpu.NVIDIA: "nvidia driver", gpu.AMD: "amd
 func checkDriver(rep gpu.Report, need gpu.DriverNeed, r *Result) {
 	problems := gpu.CheckDriver(rep, need)
 	for _, v := range []gpu.Vendor{gpu.NVIDIA, gpu.AMD} {
-		if !hasGPU(rep, v) {
+		if !rep.Has(v) {
 			continue
 		}
 		var found *gpu.Problem

@@ -117,7 +117,7 @@ func (r Report) DriverSummary(v Vendor) string {
 func CheckDriver(r Report, need DriverNeed) []Problem {
 	var out []Problem
 	for _, v := range []Vendor{NVIDIA, AMD} {
-		if !r.has(v) {
+		if !r.Has(v) {
 			continue
 		}
 		var p *Problem
@@ -134,7 +134,8 @@ func CheckDriver(r Report, need DriverNeed) []Problem {
 	return out
 }
 
-func (r Report) has(v Vendor) bool {
+// Has reports whether r lists a GPU of vendor v.
+func (r Report) Has(v Vendor) bool {
 	for _, g := range r.GPUs {
 		if g.Vendor == v {
 			return true
