@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/host"
@@ -18,13 +19,14 @@ func (a *app) doctorCmd() *cobra.Command {
 		Use:   "doctor",
 		Short: "Check that this host is ready for the lab, with the fix for each problem",
 		Long: `Check the Docker engine, the GPU drivers and their container plumbing (NVIDIA runtime or
-CDI; /dev/kfd and render nodes for AMD), the GPU count, the lab's ports (8265, 3000, 8888,
-9001), free disk in Docker's root and the address browsers will use.
+CDI; /dev/kfd and render nodes for AMD), the driver's version against the CUDA or ROCm the
+worker image carries, the GPU count, the lab's ports (8265, 3000, 8888, 9001), free disk in
+Docker's root and the address browsers will use.
 Each row is pass, warn or fail with its fix; the exit status is 1 when any row fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			deps := doctor.System(a.connect, host.Options{HostIP: hostIP})
-			res := doctor.Run(cmd.Context(), deps, doctor.Options{Project: a.project})
+			res := doctor.Run(cmd.Context(), deps, doctor.Options{Project: a.project, Driver: dockerfiles.DriverNeed()})
 			if a.json {
 				if err := printJSON(a.out, res); err != nil {
 					return err

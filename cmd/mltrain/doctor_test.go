@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/gpu"
@@ -50,4 +53,29 @@ func TestDoctorHumanUnreachableEngine(t *testing.T) {
 	assert.Contains(t, out, "fix: start Docker")
 	assert.Regexp(t, `WARN\s+gpus\s+no GPU hardware`, out)
 	assert.Contains(t, out, "failed: not ready")
+}
+
+// doctor compares the driver with the need the dockerfiles package owns:
+// the fixture's amdgpu-dkms 6.12.12 passes against ROCm 7.0.1, a 6.7.0 one
+// fails with the fix and exit code 1.
+func TestDoctorDriverRowUsesTheImagesNeed(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock") // the engine row fails; this test reads the driver row
+	t.Setenv(gpu.RootEnv, fixtures+"mi100x2")
+	out, _, code := run(t, "doctor", "--json", "--host-ip", "192.0.2.4")
+	assert.Equal(t, 1, code)
+	var res doctor.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	c := checkNamed(t, res, "amdgpu driver")
+	assert.Equal(t, doctor.Pass, c.Status)
+	assert.Equal(t, "amdgpu driver 6.12.12; the ROCm worker image carries ROCm "+dockerfiles.ROCm+": amdgpu driver "+
+		dockerfiles.ROCmMinDriverRelease+" or newer (module version "+dockerfiles.ROCmMinAMDGPUModule+")", c.Detail)
+
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(root, os.DirFS(fixtures+"mi100x2")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sys/module/amdgpu/version"), []byte("6.7.0\n"), 0o644))
+	t.Setenv(gpu.RootEnv, root)
+	out, _, code = run(t, "doctor", "--host-ip", "192.0.2.4")
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `FAIL\s+amdgpu driver\s+amdgpu driver 6.7.0 is too old: the ROCm worker image carries ROCm 7.0.1`, out)
+	assert.Contains(t, out, "fix: install AMD's amdgpu driver for ROCm 7.0.1 (wget https://repo.radeon.com/amdgpu-install/7.0.1/")
 }

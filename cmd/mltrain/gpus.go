@@ -15,7 +15,8 @@ func (a *app) gpusCmd() *cobra.Command {
 		Short: "List the host's GPUs (NVIDIA via NVML, AMD via KFD sysfs)",
 		Long: `List the host's GPUs and what keeps any GPU hardware from being usable, with the fix.
 Problems are part of the answer: the command exits 0 whenever detection ran.
---json prints the stable form {"gpus":[...],"problems":[...]}.
+--json prints the stable form {"gpus":[...],"problems":[...]} with the driver's versions
+(nvidia_driver_version, cuda_driver_version, amdgpu_driver_version) where readable.
 Set MLTRAIN_SYSFS_ROOT to read a fixture host (a directory standing for /).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,6 +50,11 @@ func printGPUs(a *app, rep gpu.Report) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	for _, v := range []gpu.Vendor{gpu.NVIDIA, gpu.AMD} {
+		if rep.Has(v) {
+			fmt.Fprintln(a.out, rep.DriverSummary(v))
 		}
 	}
 	if len(rep.Problems) > 0 {

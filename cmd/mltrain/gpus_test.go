@@ -21,6 +21,8 @@ func TestGpusJSONFromFixture(t *testing.T) {
 	require.Len(t, rep.GPUs, 2)
 	assert.Equal(t, "/dev/dri/renderD129", rep.GPUs[1].RenderNode)
 	assert.Contains(t, out, `"problems": []`, "problems is [] not null")
+	assert.Contains(t, out, `"amdgpu_driver_version": "6.12.12"`)
+	assert.NotContains(t, out, "nvidia_driver_version", "unknown versions are left out")
 }
 
 func TestGpusHumanShowsProblemsAndExitsZero(t *testing.T) {
@@ -35,7 +37,14 @@ func TestGpusHumanShowsProblemsAndExitsZero(t *testing.T) {
 	out, _, code = run(t, "gpus")
 	assert.Equal(t, 0, code)
 	assert.Regexp(t, `0\s+amd\s+Instinct MI100 \(FRU\)\s+32752 MiB\s+0000:43:00.0\s+GPU-3930312f94501209\s+/dev/dri/renderD128`, out)
+	assert.Contains(t, out, "\namdgpu driver (version unknown)\n", "the in-tree amdgpu has no version file")
 	assert.NotContains(t, out, "Problems:")
+
+	t.Setenv(gpu.RootEnv, fixtures+"mi100x2")
+	out, _, code = run(t, "gpus")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "\namdgpu driver 6.12.12\n")
+	assert.NotContains(t, out, "NVIDIA driver")
 }
 
 func TestGpusMissingRootFails(t *testing.T) {

@@ -71,6 +71,10 @@ type Options struct {
 	Ports []int
 	// MinDiskBytes under which free space in Docker's root is a warning; default 60 GiB.
 	MinDiskBytes uint64
+	// Driver is what the worker images need from the GPU driver; the CLI
+	// passes dockerfiles.DriverNeed(). Left zero, the driver rows say
+	// "not checked" (a warning), never pass.
+	Driver gpu.DriverNeed
 }
 
 // LabPorts are the host ports the lab publishes: Ray dashboard, Grafana,
@@ -105,10 +109,11 @@ func Run(ctx context.Context, d Deps, o Options) Result {
 	rep, gpuErr := d.DetectGPUs(ctx)
 	checkGPUs(rep, gpuErr, r)
 	if gpuErr == nil {
+		checkDriver(rep, o.Driver, r)
 		if usesVendor(rep, gpu.NVIDIA) {
 			checkNVIDIA(rep, info, engErr, r)
 		}
-		if hasGPU(rep, gpu.AMD) {
+		if rep.Has(gpu.AMD) {
 			checkAMD(rep, d, r)
 		}
 	}
@@ -154,19 +159,10 @@ func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || strings.Contains(strings.ToLower(err.Error()), "permission denied")
 }
 
-func hasGPU(rep gpu.Report, v gpu.Vendor) bool {
-	for _, g := range rep.GPUs {
-		if g.Vendor == v {
-			return true
-		}
-	}
-	return false
-}
-
 // usesVendor: the host has that vendor's GPUs, or hardware of that vendor a
 // problem is about (so its container plumbing is worth checking too).
 func usesVendor(rep gpu.Report, v gpu.Vendor) bool {
-	if hasGPU(rep, v) {
+	if rep.Has(v) {
 		return true
 	}
 	for _, p := range rep.Problems {
@@ -200,11 +196,39 @@ func checkGPUs(rep gpu.Report, err error, r *Result) {
 		if p.Code == gpu.CodeNoGPU {
 			continue
 		}
-		s := Fail
-		if p.Code == gpu.CodeMIGEnabled || p.Code == "pci-unreadable" {
-			s = Warn
+		r.add("gpu "+p.Code, status(p), p.Message, p.Fix)
+	}
+}
+
+func status(p gpu.Problem) Status {
+	if p.Warning() {
+		return Warn
+	}
+	return Fail
+}
+
+// driverRow names the driver row of each vendor.
+var driverRow = map[gpu.Vendor]string{gpu.NVIDIA: "nvidia driver", gpu.AMD: "amdgpu driver"}
+
+// checkDriver adds a row per vendor with GPUs: its driver against what the
+// worker image needs (gpu.CheckDriver, the same check up runs).
+func checkDriver(rep gpu.Report, need gpu.DriverNeed, r *Result) {
+	problems := gpu.CheckDriver(rep, need)
+	for _, v := range []gpu.Vendor{gpu.NVIDIA, gpu.AMD} {
+		if !rep.Has(v) {
+			continue
 		}
-		r.add("gpu "+p.Code, s, p.Message, p.Fix)
+		var found *gpu.Problem
+		for i := range problems {
+			if problems[i].Vendor == v {
+				found = &problems[i]
+			}
+		}
+		if found == nil {
+			r.add(driverRow[v], Pass, rep.DriverSummary(v)+"; "+need.Describe(v), "")
+			continue
+		}
+		r.add(driverRow[v], status(*found), found.Message, found.Fix)
 	}
 }
 

@@ -17,8 +17,15 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 )
 
+// need mirrors dockerfiles.DriverNeed(), which internal packages cannot import.
+var need = gpu.DriverNeed{
+	CUDA: gpu.CUDANeed{Image: "the CUDA worker image", Version: "12.8", MinDriver: "525.60.13", FullDriver: "570.26"},
+	ROCm: gpu.ROCmNeed{Image: "the ROCm worker image", Version: "7.0.1", MinRelease: "6.2", MinModule: "6.8.5",
+		Install: "sudo amdgpu-install -y --usecase=dkms"},
+}
+
 func a100s(n int) gpu.Report {
-	r := gpu.Report{GPUs: []gpu.GPU{}, Problems: []gpu.Problem{}}
+	r := gpu.Report{GPUs: []gpu.GPU{}, Problems: []gpu.Problem{}, NVIDIADriver: "570.133.20", CUDADriver: "12.8"}
 	for i := 0; i < n; i++ {
 		r.GPUs = append(r.GPUs, gpu.GPU{Vendor: gpu.NVIDIA, Index: i, UUID: fmt.Sprintf("GPU-%d", i), Name: "NVIDIA A100-PCIE-40GB", Source: "nvml"})
 	}
@@ -26,7 +33,7 @@ func a100s(n int) gpu.Report {
 }
 
 func mi100s(n int) gpu.Report {
-	r := gpu.Report{GPUs: []gpu.GPU{}, Problems: []gpu.Problem{}}
+	r := gpu.Report{GPUs: []gpu.GPU{}, Problems: []gpu.Problem{}, AMDGPUDriver: "6.12.12"}
 	for i := 0; i < n; i++ {
 		r.GPUs = append(r.GPUs, gpu.GPU{Vendor: gpu.AMD, Index: i, Name: "AMD Instinct MI100",
 			RenderNode: fmt.Sprintf("/dev/dri/renderD%d", 128+i), Source: "kfd"})
@@ -80,7 +87,7 @@ func (h *healthy) deps() Deps {
 }
 
 func (h *healthy) run() Result {
-	return Run(context.Background(), h.deps(), Options{Project: "mltrain"})
+	return Run(context.Background(), h.deps(), Options{Project: "mltrain", Driver: need})
 }
 
 func row(t *testing.T, r Result, name string) Check {
@@ -105,13 +112,14 @@ func names(r Result) []string {
 func TestAllPass(t *testing.T) {
 	r := newHealthy().run()
 	assert.True(t, r.OK)
-	assert.Equal(t, []string{"docker", "gpus", "nvidia runtime", "port 8265", "port 3000", "port 8888", "port 9001", "disk", "address"}, names(r))
+	assert.Equal(t, []string{"docker", "gpus", "nvidia driver", "nvidia runtime", "port 8265", "port 3000", "port 8888", "port 9001", "disk", "address"}, names(r))
 	for _, c := range r.Checks {
 		assert.Equal(t, Pass, c.Status, c.Name)
 		assert.Empty(t, c.Fix, c.Name)
 	}
 	assert.Equal(t, "Docker 27.3.1 (API 1.47) at fake://engine", row(t, r, "docker").Detail)
 	assert.Equal(t, "2 nvidia GPUs: 2x NVIDIA A100-PCIE-40GB", row(t, r, "gpus").Detail)
+	assert.Equal(t, "NVIDIA driver 570.133.20 (CUDA 12.8); the CUDA worker image carries CUDA 12.8: NVIDIA driver 570.26 or newer", row(t, r, "nvidia driver").Detail)
 	assert.Contains(t, row(t, r, "address").Detail, "129.114.27.3")
 	assert.Contains(t, row(t, r, "disk").Detail, "500.0 GiB free in Docker's root /var/lib/docker")
 }
@@ -211,6 +219,54 @@ func TestAMDDevices(t *testing.T) {
 	c = row(t, h.run(), "/dev/kfd")
 	assert.Equal(t, Fail, c.Status)
 	assert.Contains(t, c.Detail, "input/output error")
+}
+
+// The driver row: a too-old driver fails with the upgrade as its fix, one
+// that runs through minor-version compatibility or is unknown is a warning.
+func TestDriverRows(t *testing.T) {
+	h := newHealthy()
+	h.report.NVIDIADriver, h.report.CUDADriver = "515.65.01", "11.7"
+	r := h.run()
+	assert.False(t, r.OK)
+	c := row(t, r, "nvidia driver")
+	assert.Equal(t, Fail, c.Status)
+	assert.Contains(t, c.Detail, "NVIDIA driver 515.65.01 (CUDA 11.7) is too old")
+	assert.Contains(t, c.Detail, "needs NVIDIA driver 525.60.13 or newer")
+	assert.Contains(t, c.Fix, "upgrade the NVIDIA driver to 570.26 or newer")
+	assert.Contains(t, c.Fix, "mltrain up --image-worker IMAGE")
+
+	h.report.NVIDIADriver, h.report.CUDADriver = "550.54.15", "12.4"
+	r = h.run()
+	assert.True(t, r.OK, "minor-version compatibility runs the lab")
+	assert.Equal(t, Warn, row(t, r, "nvidia driver").Status)
+
+	h.report.NVIDIADriver, h.report.CUDADriver = "", ""
+	r = h.run()
+	assert.True(t, r.OK, "an unknown driver is unchecked, not failed")
+	c = row(t, r, "nvidia driver")
+	assert.Equal(t, Warn, c.Status)
+	assert.Contains(t, c.Detail, "not checked")
+
+	// Without a need nothing passes silently.
+	h.report = a100s(2)
+	c = row(t, Run(context.Background(), h.deps(), Options{}), "nvidia driver")
+	assert.Equal(t, Warn, c.Status)
+	assert.Contains(t, c.Detail, "no valid CUDA requirement")
+
+	h.report = mi100s(2)
+	r = h.run()
+	assert.Equal(t, []string{"docker", "gpus", "amdgpu driver", "render group"}, names(r)[:4])
+	assert.Equal(t, Pass, row(t, r, "amdgpu driver").Status)
+	h.report.AMDGPUDriver = "6.7.0"
+	r = h.run()
+	assert.False(t, r.OK)
+	c = row(t, r, "amdgpu driver")
+	assert.Equal(t, Fail, c.Status)
+	assert.Contains(t, c.Fix, "sudo amdgpu-install -y --usecase=dkms")
+
+	// No GPU (CPU rehearsal), no driver row.
+	h.report = gpu.Report{GPUs: []gpu.GPU{}, Problems: []gpu.Problem{{Code: gpu.CodeNoGPU, Message: "none", Fix: "lease"}}}
+	assert.NotContains(t, names(h.run()), "nvidia driver")
 }
 
 func TestGPUCount(t *testing.T) {

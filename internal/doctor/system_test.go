@@ -56,8 +56,10 @@ func TestSystemUnderFixtureRoot(t *testing.T) {
 	d := System(func(context.Context) (docker.Engine, error) { return newHealthy().eng, nil },
 		host.Options{Root: root, HostIP: "192.0.2.1"})
 	d.PortFree = func(int) error { return nil } // the lab's real ports are not this test's business
-	r := Run(context.Background(), d, Options{})
+	r := Run(context.Background(), d, Options{Driver: need})
 	assert.Equal(t, "2 amd GPUs: 2x AMD Instinct MI100", row(t, r, "gpus").Detail)
+	assert.Equal(t, Pass, row(t, r, "amdgpu driver").Status)
+	assert.Contains(t, row(t, r, "amdgpu driver").Detail, "amdgpu driver 6.12.12;", "read from the fixture's /sys/module/amdgpu/version")
 	assert.Contains(t, row(t, r, "render group").Detail, "render gid 109, video gid 44")
 	assert.Equal(t, Pass, row(t, r, "/dev/kfd").Status)
 	assert.Equal(t, Pass, row(t, r, "/dev/dri/renderD128").Status)
@@ -66,4 +68,10 @@ func TestSystemUnderFixtureRoot(t *testing.T) {
 	assert.Contains(t, c.Detail, "does not exist")
 	assert.Contains(t, row(t, r, "address").Detail, "192.0.2.1 (from --host-ip)")
 	assert.False(t, r.OK)
+
+	// An old amdgpu-dkms on the same host fails the row.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sys/module/amdgpu/version"), []byte("6.7.0\n"), 0o644))
+	c = row(t, Run(context.Background(), d, Options{Driver: need}), "amdgpu driver")
+	assert.Equal(t, Fail, c.Status)
+	assert.Contains(t, c.Detail, "amdgpu driver 6.7.0 is too old")
 }

@@ -38,21 +38,24 @@ func Detect(ctx context.Context, opts Options) (Report, error) {
 		return rep, err
 	}
 
-	nvGPUs, nvProblems, state := detectNVML(nv)
-	rep.GPUs = append(rep.GPUs, nvGPUs...)
-	rep.Problems = append(rep.Problems, nvProblems...)
+	nvr := detectNVML(nv)
+	rep.GPUs = append(rep.GPUs, nvr.gpus...)
+	rep.Problems = append(rep.Problems, nvr.problems...)
+	rep.NVIDIADriver = nvr.driver.Version
+	rep.CUDADriver = FormatCUDAVersion(nvr.driver.CUDA)
 
 	kfd := detectKFD(root)
 	rep.GPUs = append(rep.GPUs, kfd.gpus...)
 	rep.Problems = append(rep.Problems, kfd.problems...)
+	rep.AMDGPUDriver = amdgpuVersion(root)
 
 	pci, err := ScanPCI(root)
 	if err != nil {
 		// Without the PCI view detection still stands; say what could not be checked.
-		rep.Problems = append(rep.Problems, Problem{Code: "pci-unreadable",
+		rep.Problems = append(rep.Problems, Problem{Code: CodePCIUnreadable,
 			Message: err.Error(), Fix: "run mltrain as a user that can read /sys/bus/pci (any user normally can)"})
 	}
-	rep.Problems = append(rep.Problems, explainPCI(pci, rep.GPUs, state, kfd.present)...)
+	rep.Problems = append(rep.Problems, explainPCI(pci, rep.GPUs, nvr.state, kfd.present)...)
 
 	if len(rep.GPUs) == 0 && !rep.HardwareWithoutDriver() {
 		rep.Problems = append(rep.Problems, Problem{Code: CodeNoGPU,
@@ -69,6 +72,7 @@ func (fixtureNVML) Init() error                    { return ErrNVMLNotFound }
 func (fixtureNVML) Shutdown()                      {}
 func (fixtureNVML) DeviceCount() (int, error)      { return 0, ErrNVMLNotFound }
 func (fixtureNVML) Device(int) (NVMLDevice, error) { return NVMLDevice{}, ErrNVMLNotFound }
+func (fixtureNVML) Driver() NVMLDriver             { return NVMLDriver{} }
 
 // explainPCI turns GPU functions that no vendor interface listed into
 // problems naming the driver and the fix, one per vendor and cause.
@@ -76,10 +80,6 @@ func explainPCI(pci []PCIDevice, found []GPU, state nvmlState, kfdPresent bool) 
 	listed := map[string]bool{}
 	for _, g := range found {
 		listed[g.PCIBusID] = true
-	}
-	for _, g := range found {
-		if g.Vendor == NVIDIA {
-		}
 	}
 	var nvNoDriver, nvNoLib, amdNoDriver, amdNoKFD []string
 	for _, d := range pci {

@@ -21,11 +21,18 @@ type fakeNVML struct {
 	countErr error
 	devices  []NVMLDevice
 	devErr   map[int]error
+	driver   NVMLDriver
 	shutdown int
 }
 
 func (f *fakeNVML) Init() error { return f.initErr }
 func (f *fakeNVML) Shutdown()   { f.shutdown++ }
+func (f *fakeNVML) Driver() NVMLDriver {
+	if f.initErr != nil {
+		panic("NVML Driver called before a successful Init") // the real library returns ERROR_UNINITIALIZED
+	}
+	return f.driver
+}
 func (f *fakeNVML) DeviceCount() (int, error) {
 	return len(f.devices), f.countErr
 }
@@ -117,8 +124,12 @@ func TestDetectNVIDIADriverNotLoaded(t *testing.T) {
 
 func TestDetectNVIDIAThroughNVMLMatchesPCI(t *testing.T) {
 	nv := twoA100()
+	nv.driver = NVMLDriver{Version: "570.133.20", CUDA: 12080}
 	rep := detect(t, "nvidia-driver", nv)
 	assert.Empty(t, rep.Problems)
+	assert.Equal(t, "570.133.20", rep.NVIDIADriver)
+	assert.Equal(t, "12.8", rep.CUDADriver)
+	assert.Empty(t, rep.AMDGPUDriver)
 	require.Len(t, rep.GPUs, 2)
 	assert.Equal(t, "0000:17:00.0", rep.GPUs[0].PCIBusID)
 	assert.Equal(t, int64(40960), rep.GPUs[0].MemoryMiB)
@@ -229,6 +240,16 @@ func TestReportJSONIsStable(t *testing.T) {
 	assert.JSONEq(t, `{"gpus":[{"vendor":"amd","index":0,"uuid":"GPU-3930312f94501209","name":"Instinct MI100 (FRU)",
 		"memory_mib":32752,"pci_bus_id":"0000:43:00.0","render_node":"/dev/dri/renderD128","kfd_gpu_id":51234,"source":"kfd"}],
 		"problems":[]}`, string(b))
+	rep = detect(t, "mi100x2", nil)
+	rep.NVIDIADriver, rep.CUDADriver = "570.133.20", "12.8"
+	b, err = json.Marshal(rep)
+	require.NoError(t, err)
+	var top map[string]any
+	require.NoError(t, json.Unmarshal(b, &top))
+	assert.ElementsMatch(t, []string{"gpus", "problems", "nvidia_driver_version", "cuda_driver_version", "amdgpu_driver_version"}, keys(top))
+	assert.Equal(t, "6.12.12", top["amdgpu_driver_version"])
+	assert.Equal(t, "12.8", top["cuda_driver_version"])
+
 	rep = detect(t, "nvidia-nodriver", nil)
 	b, err = json.Marshal(rep)
 	require.NoError(t, err)

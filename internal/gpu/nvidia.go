@@ -13,6 +13,15 @@ type NVML interface {
 	Shutdown()
 	DeviceCount() (int, error)
 	Device(index int) (NVMLDevice, error)
+	// Driver reads the driver's versions. A part NVML cannot read stays
+	// empty: an unknown version leaves the driver unchecked, it breaks nothing.
+	Driver() NVMLDriver
+}
+
+// NVMLDriver is the host driver as NVML reports it.
+type NVMLDriver struct {
+	Version string // nvmlSystemGetDriverVersion, e.g. "570.133.20"
+	CUDA    int    // nvmlSystemGetCudaDriverVersion, e.g. 12080 (12.8); 0 when unknown
 }
 
 // NVMLDevice is what detection reads from one NVML device.
@@ -46,26 +55,36 @@ const (
 
 const nvmlFix = "run 'nvidia-smi' to see the driver's own error; a driver/library version mismatch after an upgrade needs 'sudo reboot'"
 
+// nvmlResult is what detectNVML found.
+type nvmlResult struct {
+	gpus     []GPU
+	problems []Problem
+	state    nvmlState
+	driver   NVMLDriver
+}
+
 // detectNVML lists NVML's devices in NVML index order. A device NVML cannot
 // read is a problem naming its index; the others are still listed.
-func detectNVML(nv NVML) ([]GPU, []Problem, nvmlState) {
+func detectNVML(nv NVML) nvmlResult {
 	if err := nv.Init(); err != nil {
 		switch {
 		case errors.Is(err, ErrNVMLNotFound):
-			return nil, nil, nvmlAbsent
+			return nvmlResult{state: nvmlAbsent}
 		case errors.Is(err, ErrNVMLDriverNotLoaded):
-			return nil, nil, nvmlNoDriver
+			return nvmlResult{state: nvmlNoDriver}
 		case errors.Is(err, ErrNVMLNotBuilt):
-			return nil, nil, nvmlNotBuilt
+			return nvmlResult{state: nvmlNotBuilt}
 		}
-		return nil, []Problem{{Code: CodeNVMLError, Vendor: NVIDIA,
-			Message: fmt.Sprintf("NVML failed to start: %v", err), Fix: nvmlFix}}, nvmlFailed
+		return nvmlResult{state: nvmlFailed, problems: []Problem{{Code: CodeNVMLError, Vendor: NVIDIA,
+			Message: fmt.Sprintf("NVML failed to start: %v", err), Fix: nvmlFix}}}
 	}
 	defer nv.Shutdown()
+	// The driver answers even when a GPU does not, so read it first.
+	drv := nv.Driver()
 	n, err := nv.DeviceCount()
 	if err != nil {
-		return nil, []Problem{{Code: CodeNVMLError, Vendor: NVIDIA,
-			Message: fmt.Sprintf("NVML cannot count the GPUs: %v", err), Fix: nvmlFix}}, nvmlFailed
+		return nvmlResult{state: nvmlFailed, driver: drv, problems: []Problem{{Code: CodeNVMLError, Vendor: NVIDIA,
+			Message: fmt.Sprintf("NVML cannot count the GPUs: %v", err), Fix: nvmlFix}}}
 	}
 	var gpus []GPU
 	var problems []Problem
@@ -89,5 +108,5 @@ func detectNVML(nv NVML) ([]GPU, []Problem, nvmlState) {
 				Fix:     fmt.Sprintf("sudo nvidia-smi -i %d -mig 0, then reset the GPU ('sudo nvidia-smi -i %d -r') or reboot", i, i)})
 		}
 	}
-	return gpus, problems, nvmlOK
+	return nvmlResult{gpus: gpus, problems: problems, state: nvmlOK, driver: drv}
 }

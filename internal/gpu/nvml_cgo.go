@@ -10,10 +10,11 @@ import (
 
 // systemNVML is the host's NVML, opened at run time with dlopen: a host
 // without NVIDIA's library gets ErrNVMLNotFound from Init, not a crash.
-func systemNVML() NVML { return fromNVML(nvml.New()) }
+func systemNVML() NVML { return FromNVML(nvml.New()) }
 
-// fromNVML adapts a go-nvml Interface (the real library or its mocks).
-func fromNVML(lib nvml.Interface) NVML { return &goNVML{lib: lib} }
+// FromNVML adapts a go-nvml Interface (the real library or its mocks, which
+// is how packages above this one test detection end to end). cgo only.
+func FromNVML(lib nvml.Interface) NVML { return &goNVML{lib: lib} }
 
 type goNVML struct{ lib nvml.Interface }
 
@@ -33,6 +34,17 @@ func nvmlErr(op string, r nvml.Return) error {
 
 func (g *goNVML) Init() error { return nvmlErr("nvmlInit", g.lib.Init()) }
 func (g *goNVML) Shutdown()   { _ = g.lib.Shutdown() }
+
+func (g *goNVML) Driver() NVMLDriver {
+	var d NVMLDriver
+	if v, r := g.lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
+		d.Version = v
+	}
+	if v, r := g.lib.SystemGetCudaDriverVersion(); r == nvml.SUCCESS {
+		d.CUDA = v
+	}
+	return d
+}
 
 func (g *goNVML) DeviceCount() (int, error) {
 	n, r := g.lib.DeviceGetCount()

@@ -22,7 +22,7 @@ func busID(s string) [32]int8 {
 }
 
 // mockA100s is go-nvml's DGX A100 mock cut to two GPUs with real PCI bus ids
-// (the mock leaves BusId empty).
+// (the mock leaves BusId empty), on a driver new enough for CUDA 12.8.
 func mockA100s(t *testing.T) *mock.Interface {
 	t.Helper()
 	devs := []*dgxa100.Device{dgxa100.NewDevice(0), dgxa100.NewDevice(1)}
@@ -33,9 +33,11 @@ func mockA100s(t *testing.T) *mock.Interface {
 		}
 	}
 	return &mock.Interface{
-		InitFunc:           func() nvml.Return { return nvml.SUCCESS },
-		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
-		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		InitFunc:                       func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:                   func() nvml.Return { return nvml.SUCCESS },
+		SystemGetDriverVersionFunc:     func() (string, nvml.Return) { return "570.133.20", nvml.SUCCESS },
+		SystemGetCudaDriverVersionFunc: func() (int, nvml.Return) { return 12080, nvml.SUCCESS },
+		DeviceGetCountFunc:             func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			if i < 0 || i >= len(devs) {
 				return nil, nvml.ERROR_INVALID_ARGUMENT
@@ -47,7 +49,7 @@ func mockA100s(t *testing.T) *mock.Interface {
 
 func TestGoNVMLTwoA100(t *testing.T) {
 	lib := mockA100s(t)
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	assert.Empty(t, rep.Problems)
 	require.Len(t, rep.GPUs, 2)
 	for i, g := range rep.GPUs {
@@ -67,13 +69,13 @@ func TestGoNVMLTwoA100(t *testing.T) {
 
 func TestGoNVMLLibraryNotFound(t *testing.T) {
 	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	assert.Empty(t, rep.GPUs)
 	require.Equal(t, []string{CodeLibraryMissing}, codes(rep))
 	assert.Empty(t, lib.DeviceGetCountCalls(), "no device calls after a failed Init")
 
 	// With no NVIDIA hardware either, a missing library is simply "no GPU".
-	rep = detect(t, "none", fromNVML(lib))
+	rep = detect(t, "none", FromNVML(lib))
 	require.Equal(t, []string{CodeNoGPU}, codes(rep))
 }
 
@@ -83,7 +85,7 @@ func TestGoNVMLOneDeviceErrors(t *testing.T) {
 	broken.(*dgxa100.Device).GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
 		return nvml.Memory{}, nvml.ERROR_GPU_IS_LOST
 	}
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	require.Len(t, rep.GPUs, 1)
 	assert.Equal(t, "0000:17:00.0", rep.GPUs[0].PCIBusID)
 	require.Equal(t, []string{CodeNVMLError}, codes(rep))
@@ -97,7 +99,7 @@ func TestGoNVMLMIGNotSupportedIsOff(t *testing.T) {
 	d.(*dgxa100.Device).GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 	d1, _ := lib.DeviceGetHandleByIndex(1)
 	d1.(*dgxa100.Device).GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, 0, nvml.SUCCESS }
-	rep := detect(t, "nvidia-driver", fromNVML(lib))
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
 	require.Len(t, rep.GPUs, 2)
 	assert.False(t, rep.GPUs[0].MIG)
 	assert.True(t, rep.GPUs[1].MIG)
@@ -110,14 +112,64 @@ func TestSystemNVML(t *testing.T) {
 	err := nv.Init()
 	if err != nil {
 		assert.ErrorIs(t, err, ErrNVMLNotFound)
-		gpus, problems, state := detectNVML(nv)
-		assert.Empty(t, gpus)
-		assert.Empty(t, problems)
-		assert.Equal(t, nvmlAbsent, state)
+		res := detectNVML(nv)
+		assert.Empty(t, res.gpus)
+		assert.Empty(t, res.problems)
+		assert.Equal(t, nvmlAbsent, res.state)
+		assert.Empty(t, res.driver.Version, "no library, no driver version")
 		return
 	}
 	defer nv.Shutdown()
 	n, err := nv.DeviceCount()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, n, 0)
+}
+
+// The driver's versions come from NVML and decide the driver check: the
+// mock's answers stand for a new, an old-major, a 12.x-but-pre-12.8 and an
+// unreadable driver.
+func TestGoNVMLDriverAgainstTheCUDAImage(t *testing.T) {
+	lib := mockA100s(t)
+	rep := detect(t, "nvidia-driver", FromNVML(lib))
+	assert.Equal(t, "570.133.20", rep.NVIDIADriver)
+	assert.Equal(t, "12.8", rep.CUDADriver)
+	assert.Empty(t, CheckDriver(rep, testNeed), "570 runs CUDA 12.8 fully")
+	assert.Len(t, lib.SystemGetDriverVersionCalls(), 1)
+
+	lib.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "515.65.01", nvml.SUCCESS }
+	lib.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 11070, nvml.SUCCESS }
+	rep = detect(t, "nvidia-driver", FromNVML(lib))
+	ps := CheckDriver(rep, testNeed)
+	require.Len(t, ps, 1)
+	assert.Equal(t, CodeDriverTooOld, ps[0].Code)
+	assert.False(t, ps[0].Warning())
+	assert.Contains(t, ps[0].Message, "NVIDIA driver 515.65.01 (CUDA 11.7) is too old")
+	assert.Contains(t, ps[0].Message, "needs NVIDIA driver 525.60.13 or newer")
+	assert.Contains(t, ps[0].Fix, "sudo apt install nvidia-driver-570-server")
+	assert.Contains(t, ps[0].Fix, "built for CUDA 11.7 or older: 'mltrain up --image-worker IMAGE'")
+
+	// go-nvml's own DGX A100 server mock runs 550.54.15, a CUDA 12.4 driver.
+	srv := dgxa100.New()
+	rep = detect(t, "none", FromNVML(&srv.Interface))
+	require.Len(t, rep.GPUs, 8)
+	assert.Equal(t, "550.54.15", rep.NVIDIADriver)
+	assert.Equal(t, "12.4", rep.CUDADriver)
+	ps = CheckDriver(rep, testNeed)
+	require.Len(t, ps, 1)
+	assert.Equal(t, CodeDriverCompat, ps[0].Code)
+	assert.True(t, ps[0].Warning())
+
+	lib = mockA100s(t)
+	lib.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
+	lib.SystemGetCudaDriverVersionFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	rep = detect(t, "nvidia-driver", FromNVML(lib))
+	require.Len(t, rep.GPUs, 2, "an unreadable version costs nothing but the check")
+	assert.Empty(t, rep.Problems)
+	assert.Empty(t, rep.NVIDIADriver)
+	assert.Empty(t, rep.CUDADriver)
+	ps = CheckDriver(rep, testNeed)
+	require.Len(t, ps, 1)
+	assert.Equal(t, CodeDriverUnchecked, ps[0].Code)
+	assert.True(t, ps[0].Warning())
+	assert.Contains(t, ps[0].Message, "NVML did not report the driver's version")
 }

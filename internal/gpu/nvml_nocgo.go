@@ -12,3 +12,4 @@ func (noNVML) Init() error                    { return ErrNVMLNotBuilt }
 func (noNVML) Shutdown()                      {}
 func (noNVML) DeviceCount() (int, error)      { return 0, ErrNVMLNotBuilt }
 func (noNVML) Device(int) (NVMLDevice, error) { return NVMLDevice{}, ErrNVMLNotBuilt }
+func (noNVML) Driver() NVMLDriver             { return NVMLDriver{} }

@@ -45,6 +45,16 @@ type Problem struct {
 type Report struct {
 	GPUs     []GPU     `json:"gpus"`
 	Problems []Problem `json:"problems"`
+	// The host's driver versions, each omitted when it could not be read.
+	// NVIDIADriver is NVML's nvmlSystemGetDriverVersion, e.g. "570.133.20".
+	NVIDIADriver string `json:"nvidia_driver_version,omitempty"`
+	// CUDADriver is the highest CUDA version that driver supports
+	// (nvmlSystemGetCudaDriverVersion, 12080 -> "12.8"): what nvidia-smi
+	// prints as "CUDA Version".
+	CUDADriver string `json:"cuda_driver_version,omitempty"`
+	// AMDGPUDriver is /sys/module/amdgpu/version, e.g. "6.12.12". Only AMD's
+	// amdgpu-dkms module writes it; the kernel's in-tree amdgpu has none.
+	AMDGPUDriver string `json:"amdgpu_driver_version,omitempty"`
 }
 
 // Vendor returns the vendor of the GPUs found ("" when none).
@@ -67,6 +77,16 @@ func (r Report) HardwareWithoutDriver() bool {
 	return false
 }
 
+// Warning reports whether the problem leaves the lab usable (doctor shows
+// it as a warning; up does not refuse to start over it).
+func (p Problem) Warning() bool {
+	switch p.Code {
+	case CodeMIGEnabled, CodePCIUnreadable, CodeDriverCompat, CodeDriverUnchecked:
+		return true
+	}
+	return false
+}
+
 // Problem codes other packages test for.
 const (
 	CodeDriverMissing  = "driver-missing"  // PCI device present, kernel driver not bound
@@ -76,4 +96,10 @@ const (
 	CodeKFDMissing     = "kfd-missing"     // amdgpu bound but no KFD (compute) interface
 	CodeKFDTopology    = "kfd-topology"    // a KFD topology file is unreadable or garbage
 	CodeMIGEnabled     = "mig-enabled"     // an NVIDIA GPU has MIG on; workers need whole GPUs
+	CodePCIUnreadable  = "pci-unreadable"  // the PCI view could not be read; detection stands without it
+
+	// From CheckDriver, not Detect: the driver against the worker image's needs.
+	CodeDriverTooOld    = "driver-too-old"      // the image cannot run on this driver: refuse the lab
+	CodeDriverCompat    = "driver-minor-compat" // runs through CUDA minor-version compatibility, with limits
+	CodeDriverUnchecked = "driver-unchecked"    // the driver's version is unknown, so it was not compared
 )

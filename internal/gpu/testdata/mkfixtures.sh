@@ -100,12 +100,15 @@ gpu_node $R 10 40001 49920 129 1234567890123456789
 board $R
 pci $R 0000:43:00.0 0x1002 0x038000 0x738c amdgpu; pci $R 0000:43:00.1 0x1002 0x040300 0xab38 snd_hda_intel
 pci $R 0000:c3:00.0 0x1002 0x038000 0x738c amdgpu
+# AMD's amdgpu-dkms of ROCm 6.4 (package 1:6.12.12.60400) versions its module.
+mkdir -p $R/sys/module/amdgpu; echo live > $R/sys/module/amdgpu/initstate; echo 6.12.12 > $R/sys/module/amdgpu/version
 
-R=$T/mi100x1   # one MI100 whose board publishes product_name
+R=$T/mi100x1   # one MI100 whose board publishes product_name, on the kernel's in-tree amdgpu (no version file)
 cpu_node $R 0 0
 gpu_node $R 1 51234 17152 128 4120847739465503241
 mkdir -p $R/sys/class/drm/renderD128/device; echo "Instinct MI100 (FRU)" > $R/sys/class/drm/renderD128/device/product_name
 board $R; pci $R 0000:43:00.0 0x1002 0x038000 0x738c amdgpu
+mkdir -p $R/sys/module/amdgpu; echo live > $R/sys/module/amdgpu/initstate
 
 R=$T/nvidia-nodriver   # two A100s: one with no driver, one taken by vfio-pci
 board $R; pci $R 0000:17:00.0 0x10de 0x030200 0x20b0 ""; pci $R 0000:65:00.0 0x10de 0x030200 0x20b0 vfio-pci
