@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/internal/images"
 )
 
 // checkAccelerator reports where a worker Dockerfile disagrees with the
 // package's CUDA/ROCm constants.
 func checkAccelerator(k Kind, df []byte) error {
-	args := argDefaults(df)
+	args := images.ArgDefaults(df)
 	want := map[string]string{}
 	switch k {
 	case RayCUDA:
