@@ -207,9 +207,8 @@ func NewPlan(facts host.Facts, opts Options, creds Credentials) (Plan, error) {
 		}
 		p.Healthchecks[r] = append([]string(nil), hc...)
 	}
-	if p.Vendor == gpu.AMD && p.RenderGID == 0 {
-		p.Warnings = append(p.Warnings, "the host's render group id is unknown: workers get /dev/dri/renderD* without "+
-			"group_add render, which only works because the ROCm image runs as root")
+	if err := checkDevicesAndDriver(&p, facts, opts); err != nil {
+		return Plan{}, err
 	}
 	return p, nil
 }

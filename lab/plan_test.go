@@ -309,3 +309,41 @@ func TestPropertyNoGPUGivenTwice(t *testing.T) {
 	}
 	assert.Greater(t, plans, 1000, "the property must be exercised on many valid plans")
 }
+
+// ROCm workers run as user ray: without the render nodes' group they see no
+// GPU, so a plan that cannot add it is refused, naming the flag that fixes it.
+func TestAMDWithoutRenderGroupIsRefused(t *testing.T) {
+	f := facts(amd(2))
+	f.RenderGID = 0
+	_, err := NewPlan(f, Options{}, creds)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "render group id is unknown")
+	assert.Contains(t, err.Error(), "/dev/dri/renderD128")
+	assert.Contains(t, clierr.Hint(err), "--render-gid")
+	f.RenderGID = 109
+	p, err := NewPlan(f, Options{}, creds)
+	require.NoError(t, err)
+	assert.Equal(t, 109, p.RenderGID)
+}
+
+func TestDriverTooOldForTheWorkerImage(t *testing.T) {
+	f := facts(nv(2))
+	f.GPUs.NVIDIADriver, f.GPUs.CUDADriver = "515.105.01", "11.7"
+	_, err := NewPlan(f, Options{}, creds)
+	require.Error(t, err, "CUDA 12 wheels cannot run on a CUDA 11 driver")
+	assert.Contains(t, err.Error(), "515.105.01")
+	assert.NotEmpty(t, clierr.Hint(err))
+
+	_, err = NewPlan(f, Options{Images: map[Role]string{RoleWorker: "site/ray-cu118:2.54.0"}}, creds)
+	assert.NoError(t, err, "a replaced worker image brings its own CUDA")
+
+	f.GPUs.NVIDIADriver, f.GPUs.CUDADriver = "550.54.15", "12.4"
+	p, err := NewPlan(f, Options{}, creds)
+	require.NoError(t, err, "minor-version compatibility runs the prebuilt kernels")
+	assert.True(t, strings.Contains(strings.Join(p.Warnings, "\n"), "550.54.15"), "but it is said: %v", p.Warnings)
+
+	f.GPUs.NVIDIADriver, f.GPUs.CUDADriver = "570.133.20", "12.8"
+	p, err = NewPlan(f, Options{}, creds)
+	require.NoError(t, err)
+	assert.Empty(t, p.Warnings)
+}
