@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -85,11 +84,29 @@ func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOpti
 		}
 	}
 
+	// compose-go's walker marks a failed service visited and may still visit
+	// its dependents before the failure cancels the walk: a dependent whose
+	// dependency failed must never start.
+	failed := map[string]bool{}
 	err = graph.InDependencyOrder(ctx, p, func(ctx context.Context, name string, s types.ServiceConfig) error {
+		mu.Lock()
+		for dep := range s.DependsOn {
+			if failed[dep] {
+				failed[name] = true
+			}
+		}
+		skip := failed[name]
+		mu.Unlock()
+		if skip || ctx.Err() != nil {
+			return nil // the failure that stopped the walk is reported by its own service
+		}
 		step := "service " + name
 		progress.Begin(o.Reporter, step, "")
 		action, err := ensureService(ctx, eng, p, s, o)
 		if err != nil {
+			mu.Lock()
+			failed[name] = true
+			mu.Unlock()
 			progress.Failed(o.Reporter, step, err)
 			return err
 		}
@@ -107,11 +124,17 @@ func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOpti
 		case types.ServiceConditionHealthy:
 			progress.Say(o.Reporter, step, "waiting until healthy (a dependency of other services)")
 			if err := WaitHealthy(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
+				mu.Lock()
+				failed[name] = true
+				mu.Unlock()
 				progress.Failed(o.Reporter, step, err)
 				return err
 			}
 		case types.ServiceConditionCompletedSuccessfully:
 			if err := waitExited0(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
+				mu.Lock()
+				failed[name] = true
+				mu.Unlock()
 				progress.Failed(o.Reporter, step, err)
 				return err
 			}
@@ -292,88 +315,4 @@ func explainStart(s types.ServiceConfig, name string, err error) error {
 			"run 'mltrain doctor' (NVIDIA: 'sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker')")
 	}
 	return fmt.Errorf("start %s: %w", name, err)
-}
-
-// Down removes the project's containers (dependents first) and its networks.
-// Volumes are removed only when removeVolumes is set.
-func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout time.Duration, removeVolumes bool, rep progress.Reporter) ([]string, error) {
-	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
-	if err != nil {
-		return nil, err
-	}
-	// Stop in reverse dependency order as recorded on the containers: a
-	// container that others depend on stops after them.
-	dependedOn := map[string]bool{}
-	for _, c := range list {
-		for _, d := range strings.Split(c.Labels[labels.DependsOn], ",") {
-			if svc, _, ok := strings.Cut(d, ":"); ok {
-				dependedOn[svc] = true
-			}
-		}
-	}
-	var removed []string
-	var errs []error
-	for _, wave := range []bool{false, true} {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for _, c := range list {
-			if dependedOn[c.Labels[labels.Service]] != wave {
-				continue
-			}
-			wg.Add(1)
-			go func(c docker.Container) {
-				defer wg.Done()
-				step := "remove " + c.Name
-				progress.Begin(rep, step, "")
-				err := eng.ContainerStop(ctx, c.ID, stopTimeout)
-				if err == nil {
-					err = eng.ContainerRemove(ctx, c.ID, true)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					progress.Failed(rep, step, err)
-					errs = append(errs, err)
-					return
-				}
-				progress.End(rep, step, "")
-				removed = append(removed, c.Name)
-			}(c)
-		}
-		wg.Wait()
-	}
-	if len(errs) > 0 {
-		return removed, errors.Join(errs...)
-	}
-	sort.Strings(removed)
-	if err := removeLabelled(ctx, eng, project, removeVolumes, rep); err != nil {
-		return removed, err
-	}
-	return removed, nil
-}
-
-func removeLabelled(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) error {
-	nets, err := eng.NetworkList(ctx, map[string]string{labels.Project: project})
-	if err != nil {
-		return err
-	}
-	for _, n := range nets {
-		if err := eng.NetworkRemove(ctx, n); err != nil {
-			return err
-		}
-	}
-	if !removeVolumes {
-		return nil
-	}
-	vols, err := eng.VolumeList(ctx, map[string]string{labels.Project: project})
-	if err != nil {
-		return err
-	}
-	for _, v := range vols {
-		if err := eng.VolumeRemove(ctx, v.Name); err != nil {
-			return err
-		}
-		progress.Note(rep, "removed volume "+v.Name)
-	}
-	return nil
 }

@@ -1,0 +1,152 @@
+package lab_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raytest"
+	"github.com/mltrain/mltrain/internal/store/storetest"
+	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/labtest"
+)
+
+// fakeLab runs the lab's whole up/down sequence against the fake engine,
+// without Docker: when a container starts, the ports it publishes are bound
+// on this host (as the engine's proxy binds them) and answer with doubles of
+// the service inside: the Ray double behind the dashboard port, the S3
+// double behind MinIO's API port, plain 200s for Grafana, Prometheus and
+// Jupyter. A taken port fails the start as it does on the engine.
+type fakeLab struct {
+	t     *testing.T
+	eng   *fake.Engine
+	ray   *raytest.Server
+	s3    *storetest.Server
+	opts  lab.UpOptions
+	state lab.StateDir
+}
+
+func newFakeLab(t *testing.T) *fakeLab {
+	f := &fakeLab{t: t, eng: fake.New(), ray: raytest.New(t), s3: storetest.New(t), state: lab.StateDir(t.TempDir())}
+	f.eng.HealthDelay = 30 * time.Millisecond
+	f.eng.PublishFunc = f.publish
+	project := "fakelab"
+	o := lab.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11", Images: map[lab.Role]string{}, Ports: map[string]int{}}
+	for _, r := range lab.Roles {
+		o.Images[r] = "mltrain-test/standin-" + string(r) + ":1"
+		f.eng.Images[o.Images[r]] = docker.Image{ID: "sha256:" + string(r), Tags: []string{o.Images[r]}}
+	}
+	names := []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus}
+	for i, p := range labtest.FreePorts(t, len(names)) {
+		o.Ports[names[i]] = p
+	}
+	f.opts = lab.UpOptions{StateDir: f.state, Lab: o, Images: images.Options{Pull: images.PullNever},
+		Timeout: 20 * time.Second, StopTimeout: time.Second}
+	// The S3 double accepts one key: the lab's credentials carry it.
+	require.NoError(t, f.state.Ensure())
+	require.NoError(t, f.state.WriteJSON(lab.CredentialsFile, lab.Credentials{
+		MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
+		GrafanaAdminPassword: "g", JupyterToken: "j", RayAuthToken: "r"}))
+	f.ray.SetNodes([]ray.Node{
+		{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}},
+		{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
+		{NodeID: "w1", NodeIP: "172.18.0.4", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
+	})
+	return f
+}
+
+func (f *fakeLab) deps(rep progress.Reporter) lab.UpDeps {
+	return lab.UpDeps{Engine: f.eng, Reporter: rep, Detect: func(context.Context) (host.Facts, error) {
+		return labtest.RehearsalFacts(), nil
+	}}
+}
+
+func (f *fakeLab) up() (lab.UpResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return lab.Up(ctx, f.deps(nil), f.opts)
+}
+
+// publish serves the double of the service behind a container port.
+func (f *fakeLab) publish(_, hostIP string, hostPort, containerPort int) (io.Closer, error) {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	switch containerPort {
+	case 8265:
+		h = proxyTo(f.t, f.ray.URL)
+	case 9000:
+		s3 := proxyTo(f.t, f.s3.URL)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/minio/health/ready" {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			s3.ServeHTTP(w, r)
+		})
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(hostIP, strconv.Itoa(hostPort)))
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	f.t.Cleanup(func() { srv.Close() })
+	return srv, nil
+}
+
+func proxyTo(t *testing.T, target string) http.Handler {
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	return httputil.NewSingleHostReverseProxy(u)
+}
+
+// containers maps service -> container ID of the lab's containers.
+func (f *fakeLab) containers() map[string]string {
+	out := map[string]string{}
+	for _, c := range f.eng.Containers {
+		if c.Labels[labels.Project] == f.opts.Lab.Project {
+			out[c.Labels[labels.Service]] = c.ID
+		}
+	}
+	return out
+}
+
+// labCreates are the lab's container creations (the dataset check's helper
+// containers are not the lab's).
+func (f *fakeLab) labCreates() []string {
+	var out []string
+	for _, c := range f.eng.CallsOf("create") {
+		if strings.HasPrefix(c, f.opts.Lab.Project+"-") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var errStart = errors.New("OCI runtime create failed: fake failure")
+
+func failStartOf(name string) func(string) error {
+	return func(n string) error {
+		if n == name {
+			return fmt.Errorf("start %s: %w", n, errStart)
+		}
+		return nil
+	}
+}

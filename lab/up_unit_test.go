@@ -1,0 +1,115 @@
+package lab_test
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// The core sequence without Docker: a fresh up creates every service in
+// dependency order, proves it ready through the doubles, makes the bucket and
+// leaves state.json; a second up changes nothing.
+func TestUpOnTheFakeEngineIsFreshThenIdempotent(t *testing.T) {
+	f := newFakeLab(t)
+	res, err := f.up()
+	require.NoError(t, err)
+	assert.Len(t, res.Apply.Created, 7)
+	assert.True(t, res.BucketMade)
+	assert.False(t, res.CredentialsCreated, "the credentials file existed")
+	assert.Contains(t, f.s3.Calls(), "PUT /ray/", "the bucket was created in the S3 double")
+	var starts []string
+	for _, s := range f.eng.CallsOf("start") {
+		if strings.HasPrefix(s, "fakelab-") {
+			starts = append(starts, s)
+		}
+	}
+	require.Len(t, starts, 7)
+	assert.Equal(t, "fakelab-ray-head", starts[0], "the head starts first: everything depends on it")
+	st, err := f.state.State()
+	require.NoError(t, err)
+	assert.Equal(t, "fakelab", st.Project)
+	info, err := os.Stat(f.state.File(lab.StateFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	first := f.containers()
+
+	res, err = f.up()
+	require.NoError(t, err)
+	assert.Empty(t, res.Apply.Created)
+	assert.Empty(t, res.Apply.Recreated)
+	assert.Empty(t, res.Apply.Started)
+	assert.Len(t, res.Apply.Unchanged, 7)
+	assert.False(t, res.BucketMade)
+	assert.Len(t, f.labCreates(), 7, "a re-up creates no lab container")
+	assert.Equal(t, first, f.containers())
+}
+
+// A first up whose service fails to start removes what it made, keeps the
+// volumes, and says so; the next up converges from nothing.
+func TestUpOnTheFakeEngineRollsBackAFailedFirstUp(t *testing.T) {
+	f := newFakeLab(t)
+	f.eng.StartFunc = failStartOf("fakelab-jupyter")
+	_, err := f.up()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errStart)
+	assert.Empty(t, f.containers(), "rollback removed this first up's containers")
+	vols, err := f.eng.VolumeList(t.Context(), map[string]string{labels.Project: "fakelab"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, vols, "rollback keeps volumes")
+
+	f.eng.StartFunc = nil
+	res, err := f.up()
+	require.NoError(t, err)
+	assert.Len(t, res.Apply.Created, 7)
+}
+
+// A host port held by another process is found before anything starts,
+// named with the flag that moves the lab's port.
+func TestUpOnTheFakeEngineNamesAPortHeldByAProcess(t *testing.T) {
+	f := newFakeLab(t)
+	port := f.opts.Lab.Ports[lab.PortGrafana]
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = f.up()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "host port "+strconv.Itoa(port)+" (service grafana) is in use by another process")
+	assert.Contains(t, clierr.Hint(err), "--port grafana=PORT")
+	assert.Empty(t, f.labCreates(), "nothing was created")
+}
+
+// down keeps every volume; --volumes removes the lab's own but never the
+// dataset volume, which is not the project's.
+func TestDownOnTheFakeEngineKeepsVolumesUnlessTold(t *testing.T) {
+	f := newFakeLab(t)
+	_, err := f.up()
+	require.NoError(t, err)
+	ctx := t.Context()
+	removed, err := lab.Down(ctx, f.eng, "fakelab", false, nil)
+	require.NoError(t, err)
+	assert.Len(t, removed, 7)
+	assert.Empty(t, f.containers())
+	vols, err := f.eng.VolumeList(ctx, map[string]string{labels.Project: "fakelab"})
+	require.NoError(t, err)
+	assert.Len(t, vols, 4, "ray-tmp, minio-data, prometheus-data, grafana-data stay")
+	nets, err := f.eng.NetworkList(ctx, map[string]string{labels.Project: "fakelab"})
+	require.NoError(t, err)
+	assert.Empty(t, nets, "the network goes")
+
+	_, err = lab.Down(ctx, f.eng, "fakelab", true, nil)
+	require.NoError(t, err)
+	vols, err = f.eng.VolumeList(ctx, map[string]string{labels.Project: "fakelab"})
+	require.NoError(t, err)
+	assert.Empty(t, vols)
+	_, err = f.eng.VolumeInspect(ctx, "fakelab-food11")
+	assert.NoError(t, err, "the dataset volume survives down --volumes")
+}
