@@ -119,14 +119,18 @@ func (o Options) WithDefaults() Options {
 }
 
 // Validate checks the options on their own (not against the host); errors
-// name the flag to fix.
+// name the flag to fix and are usage errors (exit 2).
 func (o Options) Validate() error {
+	return clierr.WithCode(o.validate(), clierr.ExitNotBuilt)
+}
+
+func (o Options) validate() error {
 	o = o.WithDefaults()
 	if !projectRE.MatchString(o.Project) {
 		return clierr.Hintf("use lowercase letters, digits, '-' and '_', starting with a letter or digit, e.g. --project mltrain2",
 			"--project %q is not a valid Compose project name", o.Project)
 	}
-	if err := CheckRayVersion(o.RayVersion); err != nil {
+	if err := checkRayVersion(o.RayVersion); err != nil {
 		return err
 	}
 	if o.Workers < 0 {
@@ -205,6 +209,10 @@ var rayVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)([a-z0-9.+-]*)$`)
 // build and images: X.Y.Z (with an optional suffix such as rc1), and never a
 // Ray without token authentication (< 2.52).
 func CheckRayVersion(v string) error {
+	return clierr.WithCode(checkRayVersion(v), clierr.ExitNotBuilt)
+}
+
+func checkRayVersion(v string) error {
 	m := rayVersionRE.FindStringSubmatch(v)
 	if m == nil {
 		return clierr.Hintf("give a Ray release, e.g. --ray-version "+DefaultRayVersion, "--ray-version %q is not a Ray version (X.Y.Z)", v)

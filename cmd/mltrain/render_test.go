@@ -102,32 +102,37 @@ func TestRenderBadInput(t *testing.T) {
 		name      string
 		args      []string
 		err, hint string
+		usage     bool // a bad flag value: exit 2
 	}{
-		{"workers above GPUs", base("--workers", "3"), "--workers 3", "--workers 2"},
-		{"share with two GPUs", base("--share-gpu"), "--share-gpu", "drop --share-gpu"},
+		{"workers above GPUs", base("--workers", "3"), "--workers 3", "--workers 2", false},
+		{"share with two GPUs", base("--share-gpu"), "--share-gpu", "drop --share-gpu", false},
 		{"unknown vendor", []string{"render", "--gpus-from", gpusFile(t, `{"gpus":[{"vendor":"intel","index":0,"uuid":"x"}]}`), "--cpus", "4", "--memory", "8g", "--out", t.TempDir()},
-			`unknown GPU vendor "intel"`, "nvidia"},
+			`unknown GPU vendor "intel"`, "nvidia", false},
 		{"malformed json", []string{"render", "--gpus-from", gpusFile(t, `{"gpus": [`), "--cpus", "4", "--memory", "8g", "--out", t.TempDir()},
-			"is not valid JSON", "mltrain gpus --json"},
+			"is not valid JSON", "mltrain gpus --json", false},
 		{"not a gpu list", []string{"render", "--gpus-from", gpusFile(t, `{"hello": 1}`), "--cpus", "4", "--memory", "8g", "--out", t.TempDir()},
-			"no \"gpus\" list", "mltrain gpus --json"},
+			"no \"gpus\" list", "mltrain gpus --json", false},
 		{"missing file", []string{"render", "--gpus-from", "/nonexistent/gpus.json", "--cpus", "4", "--memory", "8g", "--out", t.TempDir()},
-			"/nonexistent/gpus.json", "mltrain gpus --json"},
-		{"bad bind", base("--bind", "everywhere"), `--bind "everywhere"`, "0.0.0.0"},
-		{"two services on one port", base("--port", "jupyter=3000"), "host port 3000", "--port"},
-		{"bad memory", []string{"render", "--gpus-from", good, "--cpus", "4", "--memory", "lots", "--out", t.TempDir()}, `--memory "lots"`, "16g"},
-		{"gpus-from without sizes", []string{"render", "--gpus-from", good, "--out", t.TempDir()}, "--cpus and --memory are required", "--cpus N"},
-		{"loose credentials", []string{"render", "--gpus-from", good, "--cpus", "4", "--memory", "8g", "--out", looseDir}, "0640", "chmod 600"},
+			"/nonexistent/gpus.json", "mltrain gpus --json", false},
+		{"bad bind", base("--bind", "everywhere"), `--bind "everywhere"`, "0.0.0.0", true},
+		{"two services on one port", base("--port", "jupyter=3000"), "host port 3000", "--port", true},
+		{"bad memory", []string{"render", "--gpus-from", good, "--cpus", "4", "--memory", "lots", "--out", t.TempDir()}, `--memory "lots"`, "16g", true},
+		{"gpus-from without sizes", []string{"render", "--gpus-from", good, "--out", t.TempDir()}, "--cpus and --memory are required", "--cpus N", true},
+		{"loose credentials", []string{"render", "--gpus-from", good, "--cpus", "4", "--memory", "8g", "--out", looseDir}, "0640", "chmod 600", false},
 		{"unwritable state dir", []string{"render", "--gpus-from", good, "--cpus", "4", "--memory", "8g", "--out", filepath.Join(blocker, "state")},
-			filepath.Join(blocker, "state"), "--state-dir"},
-		{"latest image", base("--image-grafana", "grafana/grafana:latest"), "--image-grafana", "pin"},
+			filepath.Join(blocker, "state"), "--state-dir", false},
+		{"latest image", base("--image-grafana", "grafana/grafana:latest"), "--image-grafana", "pin", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runCLI(t, tc.args...)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.err)
 			assert.Contains(t, clierr.Hint(err), tc.hint)
-			assert.Equal(t, clierr.ExitFailure, clierr.Code(err))
+			want := clierr.ExitFailure
+			if tc.usage {
+				want = clierr.ExitNotBuilt
+			}
+			assert.Equal(t, want, clierr.Code(err))
 		})
 	}
 }
