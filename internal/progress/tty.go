@@ -148,16 +148,22 @@ func (t *TTY) newRow(step string, at time.Time, s snapshot) *row {
 	r := &row{start: at}
 	r.snap.Store(&s)
 	name := clean(step)
+	spin := decor.Spinner(nil)
 	// Add fails only once mpb has stopped (it could not draw, or Close ran):
 	// such a row has no bar, and its end is still a line.
 	r.bar, _ = t.p.Add(0, sizedOnly{mpb.BarStyle().Build()},
 		mpb.BarWidth(30),
 		mpb.PrependDecorators(
-			decor.Spinner(nil, decor.WC{C: decor.DextraSpace | decor.DindentRight}),
+			decor.Any(func(st decor.Statistics) string {
+				frame, _ := spin.Decor(st)
+				return lineStart + frame // see liveWriter
+			}, decor.WC{C: decor.DextraSpace | decor.DindentRight}),
 			decor.Name(name, decor.WCSyncSpaceR),
 			decor.Any(func(decor.Statistics) string { return elapsed(time.Since(r.start)) }, decor.WCSyncWidthR),
 		),
-		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return r.snap.Load().detail() })),
+		// The detail keeps a minimum width, so the bar (which gets what is
+		// left of the line) does not shrink and grow as the figures change.
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return r.snap.Load().detail() }, decor.WC{W: 44, C: decor.DindentRight})),
 	)
 	return r
 }
@@ -171,17 +177,28 @@ func (r *row) end() {
 
 // liveWriter prints lines above the rows while mpb runs, and straight to
 // the terminal once it has stopped (mpb refuses writes after that).
+//
+// Each line, like each row, starts with a carriage return (lineStart): the
+// terminal echoes what is typed during the live view where the cursor is,
+// below the rows (Ctrl-C echoes "^C"), and mpb's redraw moves the cursor up
+// keeping its column, so the next frame would start two cells in and leave
+// the echo's cells in front of it.
 type liveWriter struct {
 	p *mpb.Progress
 	w io.Writer
 }
 
+const lineStart = "\r"
+
 func (l liveWriter) Write(b []byte) (int, error) {
-	n, err := l.p.Write(b)
-	if errors.Is(err, mpb.ErrDone) {
-		return l.w.Write(b)
+	_, err := l.p.Write(append([]byte(lineStart), b...))
+	if errors.Is(err, mpb.ErrDone) { // no live view any more: a plain line
+		_, err = l.w.Write(b)
 	}
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // Close stops the live view: rows of steps that never ended become lines,

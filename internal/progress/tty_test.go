@@ -62,8 +62,8 @@ func screen(out string) []string {
 func TestTTYCloseReturnsWhateverTheEvents(t *testing.T) {
 	const mib = 1 << 20
 	cases := []struct {
-		name  string
-		run   func(r Reporter)
+		name   string
+		run    func(r Reporter)
 		screen []string // what the terminal keeps, timings dropped
 	}{
 		{"sized step ended short of its total (issue 13: checksum reported at 64 MiB of 108)", func(r Reporter) {
@@ -214,4 +214,3 @@ func TestTTYAfterCloseEventsArePlainLines(t *testing.T) {
 	out := term.String()
 	assert.True(t, strings.HasSuffix(out, "✓ late (0s)\n! late warning\n"), "%q", out)
 }
-
