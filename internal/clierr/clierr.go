@@ -118,8 +118,9 @@ func Usage(err error, path string) error {
 // hint keeps err's own (the command's detail on what is left behind) and
 // adds that running rerun again continues, and the exit code is 128 + sig.
 func Interrupted(err error, sig syscall.Signal, rerun string) error {
-	what := strings.TrimSpace(strings.ReplaceAll(err.Error(), context.Canceled.Error(), ""))
-	what = strings.TrimRight(what, ": ")
+	c := context.Canceled.Error()
+	what := strings.NewReplacer(" ("+c+")", "", ": "+c, "", c, "").Replace(err.Error())
+	what = strings.TrimRight(strings.TrimSpace(what), ":")
 	msg := "interrupted: " + rerun + " stopped"
 	if what != "" {
 		msg += " during: " + what

@@ -57,4 +57,7 @@ func TestInterrupted(t *testing.T) {
 	assert.Equal(t, "the volume holds a partial load; it is emptied first; run 'mltrain data food11' again to finish: a re-run converges from whatever is in place", Hint(err))
 
 	assert.Equal(t, "interrupted: mltrain up stopped", Interrupted(context.Canceled, syscall.SIGINT, "mltrain up").Error())
+	fetch := fmt.Errorf("download of %s interrupted (%w); the partial file %s is kept and resumed next time", "http://x/f.zip", context.Canceled, "f.zip.part")
+	assert.Equal(t, "interrupted: mltrain data food11 stopped during: download of http://x/f.zip interrupted; the partial file f.zip.part is kept and resumed next time",
+		Interrupted(fetch, syscall.SIGINT, "mltrain data food11").Error())
 }
