@@ -127,8 +127,8 @@ func (t *TTY) update(r *row, e Event) {
 		s.msg, s.said = clean(e.Message), true
 	}
 	if e.Current > 0 || e.Total > 0 {
-		if r.t0.IsZero() {
-			r.t0, r.c0 = e.Time, e.Current
+		if r.t0.IsZero() || e.Current < s.current { // first amount, or the work started over
+			r.t0, r.c0, s.rate = e.Time, e.Current, 0
 		}
 		if dt := e.Time.Sub(r.t0).Seconds(); dt >= 0.5 {
 			s.rate = float64(e.Current-r.c0) / dt

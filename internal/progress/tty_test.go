@@ -214,3 +214,23 @@ func TestTTYAfterCloseEventsArePlainLines(t *testing.T) {
 	out := term.String()
 	assert.True(t, strings.HasSuffix(out, "✓ late (0s)\n! late warning\n"), "%q", out)
 }
+
+func TestTTYRowRateAndETA(t *testing.T) {
+	var term syncBuffer
+	tty := NewTTY(&term)
+	defer closeWithin(t, tty, 20*time.Second)
+	t0 := time.Now()
+	at := func(d time.Duration, cur, total int64) Event {
+		return Event{Time: t0.Add(d), Step: "download", Kind: Update, Current: cur, Total: total, Unit: "bytes"}
+	}
+	detail := func() string { return tty.steps["download"].snap.Load().detail() }
+
+	tty.Report(at(0, 10<<20, 100<<20))
+	assert.Equal(t, "10 MiB / 100 MiB", detail(), "no rate from one sample")
+	tty.Report(at(2*time.Second, 30<<20, 100<<20))
+	assert.Equal(t, "30 MiB / 100 MiB · 10 MiB/s · ETA 7s", detail())
+	tty.Report(at(3*time.Second, 1<<20, 0))
+	assert.Equal(t, "1.0 MiB", detail(), "started over with no size: no rate from the old start")
+	tty.Report(Event{Time: t0.Add(4 * time.Second), Step: "download", Kind: Update, Message: "retrying"})
+	assert.Equal(t, "1.0 MiB · retrying", detail())
+}
