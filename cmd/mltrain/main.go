@@ -3,28 +3,51 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/progress"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := withSignals(context.Background())
 	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
 	stop()
-	if err != nil {
-		if !clierr.IsSilent(err) {
-			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-			if h := clierr.Hint(err); h != "" {
-				fmt.Fprintf(os.Stderr, "Next: %s\n", h)
-			}
+	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:])))
+}
+
+// withSignals returns a context that SIGINT or SIGTERM cancels with the
+// signal as its cause, so commands stop, clean up and return, and main says
+// what was interrupted. A second signal ends the process at once (a command
+// stuck in its cleanup), after showing the cursor the live view hid.
+func withSignals(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(signalled{s.(syscall.Signal)})
+		case <-done:
+			return
 		}
-		os.Exit(clierr.Code(err))
+		select {
+		case s := <-ch:
+			if liveTerminal(os.Stderr) {
+				_, _ = os.Stderr.WriteString(progress.ShowCursor + "\n")
+			}
+			os.Exit(128 + int(s.(syscall.Signal)))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
 	}
 }

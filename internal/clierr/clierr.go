@@ -6,14 +6,21 @@
 package clierr
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 )
 
 // Exit codes shared by every command.
 const (
 	ExitFailure  = 1 // the command ran and something is wrong (a check failed, a step errored)
-	ExitNotBuilt = 2 // the verb exists but is not implemented yet, or the usage is wrong
+	ExitUsage    = 2 // the command line is wrong: unknown command or flag, wrong arguments
+	ExitNotBuilt = 2 // the verb exists but is not implemented yet
+	// ExitInterrupted is SIGINT's status as shells report it (128 + 2);
+	// Interrupted uses 128 + the signal's number for any signal.
+	ExitInterrupted = 130
 )
 
 type hinted struct {
@@ -92,3 +99,43 @@ func NotBuilt(verb, issue string) error {
 	return WithCode(WithHint(fmt.Errorf("mltrain %s is not built yet (tracked in %s)", verb, issue),
 		"run 'mltrain --help' to see the commands that work today"), ExitNotBuilt)
 }
+
+// Usage marks err as a mistake in the command line of the command at path
+// ("mltrain up"): exit 2, and, unless err already names a next step, a
+// hint naming that command's help.
+func Usage(err error, path string) error {
+	if err == nil {
+		return nil
+	}
+	if Hint(err) == "" {
+		err = WithHint(err, fmt.Sprintf("run '%s --help'", path))
+	}
+	return WithCode(err, ExitUsage)
+}
+
+// Interrupted is err of a command that sig stopped: the message says what
+// was interrupted (err's text without its bare "context canceled"), the
+// hint keeps err's own (the command's detail on what is left behind) and
+// adds that running rerun again continues, and the exit code is 128 + sig.
+func Interrupted(err error, sig syscall.Signal, rerun string) error {
+	c := context.Canceled.Error()
+	what := strings.NewReplacer(" ("+c+")", "", ": "+c, "", c, "").Replace(err.Error())
+	what = strings.TrimRight(strings.TrimSpace(what), ":")
+	msg := "interrupted: " + rerun + " stopped"
+	if what != "" {
+		msg += " during: " + what
+	}
+	next := fmt.Sprintf("run '%s' again to finish: a re-run converges from whatever is in place", rerun)
+	if h := Hint(err); h != "" {
+		next = h + "; " + next
+	}
+	return WithCode(&hinted{err: &interrupted{msg: msg, err: err}, hint: next}, 128+int(sig))
+}
+
+type interrupted struct {
+	msg string
+	err error
+}
+
+func (i *interrupted) Error() string { return i.msg }
+func (i *interrupted) Unwrap() error { return i.err }

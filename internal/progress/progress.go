@@ -4,6 +4,8 @@
 package progress
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -62,10 +64,15 @@ func Say(r Reporter, step, msg string) { emit(r, Event{Step: step, Kind: Update,
 // End reports that step finished well.
 func End(r Reporter, step, msg string) { emit(r, Event{Step: step, Kind: Done, Message: msg}) }
 
-// Failed reports that step failed.
+// Failed reports that step failed. A step stopped by its context's
+// cancellation (Ctrl-C, or a sibling's failure) says "cancelled": the
+// command's error tells why, and a bare "context canceled" tells nothing.
 func Failed(r Reporter, step string, err error) {
 	msg := ""
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = "cancelled"
+	case err != nil:
 		msg = err.Error()
 	}
 	emit(r, Event{Step: step, Kind: Fail, Message: msg})

@@ -3,8 +3,10 @@ package progress
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,4 +58,13 @@ func TestRecorder(t *testing.T) {
 	assert.True(t, r.Has("a", Done))
 	assert.False(t, r.Has("a", Fail))
 	assert.Len(t, r.Events(), 2)
+}
+
+func TestFailedByCancellationSaysCancelled(t *testing.T) {
+	var r Recorder
+	Failed(&r, "load", fmt.Errorf("f.zip: entry a.jpg: %w", context.Canceled))
+	Failed(&r, "pull", errors.New("denied"))
+	ev := r.Events()
+	assert.Equal(t, "cancelled", ev[0].Message)
+	assert.Equal(t, "denied", ev[1].Message)
 }

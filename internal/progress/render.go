@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 )
 
 // Lines renders one line per step start and end: for pipes, CI logs and files.
@@ -20,6 +18,9 @@ type Lines struct {
 	started map[string]time.Time
 	said    map[string]string
 	Verbose bool // also print updates with sizes
+	// live is set by TTY, whose rows show starts and messages as they
+	// happen: only ends, notes and warnings become lines.
+	live bool
 }
 
 // NewLines returns a line renderer writing to w.
@@ -33,17 +34,24 @@ func (l *Lines) Report(e Event) {
 	switch e.Kind {
 	case Start:
 		l.started[e.Step] = e.Time
-		fmt.Fprintf(l.w, "• %s%s\n", e.Step, suffix(e.Message))
+		if !l.live {
+			fmt.Fprintf(l.w, "• %s%s\n", e.Step, suffix(e.Message))
+		}
 	case Update:
+		if l.live && !l.Verbose {
+			return
+		}
 		if e.Message != "" && l.said[e.Step] != e.Message {
 			l.said[e.Step] = e.Message
 			fmt.Fprintf(l.w, "  %s: %s\n", e.Step, e.Message)
-		} else if l.Verbose && e.Total > 0 {
+		} else if l.Verbose && !l.live && e.Total > 0 {
 			fmt.Fprintf(l.w, "  %s: %s\n", e.Step, amount(e))
 		}
 	case Done:
+		delete(l.said, e.Step)
 		fmt.Fprintf(l.w, "✓ %s%s%s\n", e.Step, suffix(e.Message), l.took(e))
 	case Fail:
+		delete(l.said, e.Step)
 		fmt.Fprintf(l.w, "✗ %s%s%s\n", e.Step, suffix(e.Message), l.took(e))
 	case Warn:
 		fmt.Fprintf(l.w, "! %s\n", e.Message)
@@ -96,71 +104,4 @@ func (j *JSON) Report(e Event) {
 		j.last[e.Step] = e.Time
 	}
 	_ = j.enc.Encode(e)
-}
-
-// TTY is the live view: lines for steps, and a progress bar (with rate and
-// ETA) for every step that reports a size; several bars can run at once.
-type TTY struct {
-	mu    sync.Mutex
-	p     *mpb.Progress
-	lines *Lines
-	bars  map[string]*mpb.Bar
-}
-
-// NewTTY returns a live renderer on w, which should be a terminal.
-// Call Close before printing anything else to w.
-func NewTTY(w io.Writer) *TTY {
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
-	// Lines above the bars go through mpb so they do not tear the bars.
-	return &TTY{p: p, lines: NewLines(p), bars: map[string]*mpb.Bar{}}
-}
-
-func (t *TTY) Report(e Event) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case e.Kind == Update && e.Total > 0:
-		b, ok := t.bars[e.Step]
-		if !ok {
-			b = t.newBar(e)
-			t.bars[e.Step] = b
-		}
-		b.SetTotal(e.Total, false)
-		b.EwmaSetCurrent(e.Current, 200*time.Millisecond)
-		return
-	case e.Kind == Done || e.Kind == Fail:
-		if b, ok := t.bars[e.Step]; ok {
-			if e.Kind == Done {
-				b.SetTotal(-1, true)
-			} else {
-				b.Abort(false)
-			}
-			delete(t.bars, e.Step)
-		}
-	}
-	t.lines.Report(e)
-}
-
-func (t *TTY) newBar(e Event) *mpb.Bar {
-	counter := decor.CountersNoUnit("%d / %d")
-	speed := decor.Name("")
-	if e.Unit == "bytes" {
-		counter = decor.Counters(decor.SizeB1024(0), "% .1f / % .1f")
-		speed = decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", 30)
-	}
-	return t.p.AddBar(e.Total,
-		mpb.PrependDecorators(decor.Name(e.Step, decor.WCSyncSpaceR), counter),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), speed, decor.Name(" ETA "), decor.EwmaETA(decor.ET_STYLE_GO, 30)),
-	)
-}
-
-// Close stops the live view and flushes it.
-func (t *TTY) Close() {
-	t.mu.Lock()
-	for _, b := range t.bars {
-		b.Abort(false)
-	}
-	t.bars = map[string]*mpb.Bar{}
-	t.mu.Unlock()
-	t.p.Wait()
 }
