@@ -3,8 +3,10 @@ GO      ?= go
 BIN     ?= bin/mltrain
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 PKGS    := ./...
+# staticcheck's version, pinned here only: .ci/run installs this one.
+STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test lint vet fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
+.PHONY: all build test lint vet staticcheck fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
 
 all: lint test build
 
@@ -15,7 +17,11 @@ build:
 test: lint py-check
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 
-lint: fmt-check vet
+lint: fmt-check vet staticcheck
+
+staticcheck:
+	@command -v staticcheck >/dev/null || { echo "staticcheck is not installed: go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)"; exit 1; }
+	staticcheck $(PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

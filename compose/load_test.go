@@ -38,4 +38,3 @@ func TestCheckPorts(t *testing.T) {
 		assert.Equal(t, tc.clashes, err != nil, "%+v / %+v: %v", tc.a.Ports, tc.b.Ports, err)
 	}
 }
-

@@ -187,11 +187,11 @@ func Ensure(ctx context.Context, eng docker.Engine, req Request, opts Options, r
 func Bases(s Spec) ([]string, error) {
 	bases, err := BaseImages(s.Dockerfile, s.BuildArgs)
 	if err != nil {
-		return nil, fmt.Errorf("Dockerfile of %s: %w", s.Ref, err)
+		return nil, fmt.Errorf("the Dockerfile of %s: %w", s.Ref, err)
 	}
 	for _, b := range bases {
 		if err := CheckPinned(b); err != nil {
-			return nil, fmt.Errorf("Dockerfile of %s: %w", s.Ref, err)
+			return nil, fmt.Errorf("the Dockerfile of %s: %w", s.Ref, err)
 		}
 	}
 	return bases, nil

@@ -184,13 +184,13 @@ func (c *Client) statusError(e *APIError) error {
 	}
 	switch e.StatusCode {
 	case http.StatusUnauthorized:
-		msg := fmt.Errorf("Ray dashboard at %s requires a token and none was sent (%w; tokens come from %s): %v", c.base, ErrAuthMissing, src, e)
+		msg := fmt.Errorf("the Ray dashboard at %s requires a token and none was sent (%w; tokens come from %s): %v", c.base, ErrAuthMissing, src, e)
 		if c.token != "" {
-			msg = fmt.Errorf("Ray dashboard at %s did not accept the token's form (%w; token from %s): %v", c.base, ErrAuthMissing, src, e)
+			msg = fmt.Errorf("the Ray dashboard at %s did not accept the token's form (%w; token from %s): %v", c.base, ErrAuthMissing, src, e)
 		}
 		return clierr.WithHint(msg, "export RAY_AUTH_TOKEN=<the Ray token 'mltrain up' printed> (or pass --ray-token)")
 	case http.StatusForbidden:
-		return clierr.WithHint(fmt.Errorf("Ray dashboard at %s rejected the token from %s (%w): %v", c.base, src, ErrAuthInvalid, e),
+		return clierr.WithHint(fmt.Errorf("the Ray dashboard at %s rejected the token from %s (%w): %v", c.base, src, ErrAuthInvalid, e),
 			"use the lab's Ray token: 'mltrain status' shows where it is kept; fix RAY_AUTH_TOKEN or --ray-token")
 	}
 	return e

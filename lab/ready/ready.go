@@ -164,7 +164,7 @@ func RayCluster(c *ray.Client, wantWorkers int, wantGPUs float64) Check {
 			gpus += n.GPUs()
 		}
 		if heads != 1 || workers != wantWorkers || gpus != wantGPUs {
-			return "", fmt.Errorf("Ray %s sees %d head(s), %d of %d workers, %g of %g GPUs alive", v.RayVersion, heads, workers, wantWorkers, gpus, wantGPUs)
+			return "", fmt.Errorf("the Ray %s cluster sees %d head(s), %d of %d workers, %g of %g GPUs alive", v.RayVersion, heads, workers, wantWorkers, gpus, wantGPUs)
 		}
 		return fmt.Sprintf("Ray %s: 1 head + %d workers ALIVE, %g GPUs", v.RayVersion, workers, gpus), nil
 	}}

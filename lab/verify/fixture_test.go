@@ -268,10 +268,10 @@ func (f *fixture) serveRay(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.authOff:
 	case auth == "":
-		http.Error(w, "Unauthorized: Missing authentication token", 401)
+		http.Error(w, "Unauthorized: Missing authentication token", http.StatusUnauthorized)
 		return
 	case auth != "Bearer "+token && !f.wrongTokenOK:
-		http.Error(w, "Forbidden: Invalid authentication token", 403)
+		http.Error(w, "Forbidden: Invalid authentication token", http.StatusForbidden)
 		return
 	}
 	switch r.URL.Path {
@@ -319,7 +319,7 @@ func (f *fixture) serveJupyter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != "/api" || r.Header.Get("Authorization") != "token jtok" {
-		http.Error(w, fmt.Sprintf("forbidden %s", r.URL.Path), 403)
+		http.Error(w, fmt.Sprintf("forbidden %s", r.URL.Path), http.StatusForbidden)
 		return
 	}
 	writeJSON(w, map[string]string{"version": "2.14.2"})

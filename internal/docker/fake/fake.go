@@ -42,7 +42,7 @@ type Engine struct {
 	HealthDelay time.Duration
 
 	published map[string][]io.Closer // container name -> bound ports
-	healthyAt map[string]time.Time    // containers this fake started with a healthcheck
+	healthyAt map[string]time.Time   // containers this fake started with a healthcheck
 
 	Calls []string // "verb name", in order
 	seq   int
