@@ -36,6 +36,8 @@ const (
 type Options struct {
 	// HostIP overrides address detection (the --host-ip flag).
 	HostIP string
+	// NodeIP overrides the address other hosts use (the --node-ip flag).
+	NodeIP string
 	// Root stands for "/" of the host ("" = $MLTRAIN_SYSFS_ROOT, else "/"); see gpu.RootEnv.
 	// sysfs, /etc/group, /dev/kfd and /proc/net/route are read under it.
 	Root string
@@ -68,6 +70,9 @@ func Detect(ctx context.Context, opts Options) (Facts, error) {
 	f.RenderGID, f.VideoGID = GroupIDs(root)
 	f.HostIP, f.HostIPSource, err = FindHostIP(ctx, opts)
 	if err != nil {
+		return Facts{}, err
+	}
+	if f.NodeIP, err = FindNodeIP(opts); err != nil {
 		return Facts{}, err
 	}
 	return f, nil
@@ -137,6 +142,25 @@ func FindHostIP(ctx context.Context, opts Options) (ip, source string, err error
 		return ip, SourceDefaultRoute, nil
 	}
 	return "127.0.0.1", SourceLoopback, nil
+}
+
+// FindNodeIP is the address this host's Ray nodes advertise to other hosts:
+// --node-ip (which must be an address of this host, checked by the caller
+// that binds it), else the default-route interface's IPv4, else "".
+func FindNodeIP(opts Options) (string, error) {
+	if opts.NodeIP != "" {
+		p := net.ParseIP(opts.NodeIP)
+		if p == nil || p.To4() == nil || p.IsUnspecified() || p.IsLoopback() {
+			return "", clierr.Hintf("pass an IPv4 address of this host that the other host can reach, e.g. --node-ip 10.52.0.7 ('ip -4 addr' lists them)",
+				"--node-ip %q is not an IPv4 address other hosts can reach", opts.NodeIP)
+		}
+		return p.String(), nil
+	}
+	root, err := gpu.ResolveRoot(opts.Root)
+	if err != nil {
+		return "", err
+	}
+	return defaultRouteIP(root, opts.InterfaceAddrs), nil
 }
 
 // metadataIP asks the metadata service; any failure (no service off-cloud,

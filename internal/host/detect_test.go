@@ -185,3 +185,25 @@ func TestDetectThisHost(t *testing.T) {
 	assert.NotNil(t, f.GPUs.Problems)
 	assert.Equal(t, int64(0), f.MemoryBytes%4096, "whole pages")
 }
+
+// Other hosts reach a node at an address bound on it: the default-route
+// interface's, never the cloud metadata's public (NAT'd) address.
+func TestFindNodeIP(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "proc/net/route"), routeHeader+"eno1\t00000000\t010A0A0A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n")
+	addrs := fakeAddrs(map[string]string{"eno1": "10.52.0.7/24"})
+	ip, err := FindNodeIP(Options{Root: root, InterfaceAddrs: addrs})
+	require.NoError(t, err)
+	assert.Equal(t, "10.52.0.7", ip)
+	ip, err = FindNodeIP(Options{Root: root, NodeIP: "192.0.2.9", InterfaceAddrs: addrs})
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.9", ip)
+	for _, bad := range []string{"127.0.0.1", "0.0.0.0", "host2", "::1"} {
+		_, err = FindNodeIP(Options{Root: root, NodeIP: bad})
+		require.Error(t, err, bad)
+		assert.Contains(t, clierr.Hint(err), "--node-ip")
+	}
+	ip, err = FindNodeIP(Options{Root: t.TempDir(), InterfaceAddrs: addrs})
+	require.NoError(t, err)
+	assert.Empty(t, ip, "no default route: unknown, for the plan to refuse with the fix")
+}

@@ -20,4 +20,9 @@ type Facts struct {
 	// /dev/dri/renderD* and /dev/kfd (AMD containers get them via group_add).
 	RenderGID int `json:"render_gid,omitempty"`
 	VideoGID  int `json:"video_gid,omitempty"`
+	// NodeIP is the address other hosts reach this one at, for Ray nodes
+	// that span hosts: --node-ip, else the default-route interface's own
+	// address (a cloud's public IP is often NAT'd and not on any interface,
+	// so Ray could not bind it). "" when none was found.
+	NodeIP string `json:"node_ip,omitempty"`
 }
