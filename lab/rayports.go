@@ -1,0 +1,75 @@
+package lab
+
+import "fmt"
+
+// RayPorts are the ports one Ray node listens on when the lab's nodes span
+// hosts. They run on the host's network then (a node must bind the address
+// other hosts reach it at, which exists only in the host's namespace), so
+// several nodes on one host need ports that never clash, and pinning them
+// lets a firewall rule, status and the join preflight name each one.
+type RayPorts struct {
+	NodeManager     int `json:"node_manager"`
+	ObjectManager   int `json:"object_manager"`
+	AgentGRPC       int `json:"dashboard_agent_grpc"`
+	AgentHTTP       int `json:"dashboard_agent_http"`
+	RuntimeEnvAgent int `json:"runtime_env_agent"`
+	Metrics         int `json:"metrics_export"`
+	ClientServer    int `json:"ray_client_server,omitempty"` // head only
+	MinWorker       int `json:"min_worker"`
+	MaxWorker       int `json:"max_worker"`
+}
+
+// Port layout of host-network nodes: node slot k (the head 0, worker i i+1)
+// owns [base+slotSpan*k, base+slotSpan*(k+1)): its agents at the start, its
+// worker processes' range above. The whole layout stays below Linux's
+// ephemeral range (32768), where NCCL and Torch pick their own ports.
+const (
+	DefaultRayPortBase = 20000
+	slotSpan           = 1000
+	workerOffset       = 100
+	maxSlots           = 12
+)
+
+// NodePorts are slot's ports from base.
+func NodePorts(base, slot int) RayPorts {
+	a := base + slotSpan*slot
+	p := RayPorts{NodeManager: a, ObjectManager: a + 1, AgentGRPC: a + 2, AgentHTTP: a + 3,
+		RuntimeEnvAgent: a + 4, Metrics: a + 5, MinWorker: a + workerOffset, MaxWorker: a + slotSpan - 1}
+	if slot == 0 {
+		p.ClientServer = a + 6
+	}
+	return p
+}
+
+// checkRayPortBase refuses a base whose slots would leave the port space
+// below the ephemeral range.
+func checkRayPortBase(base, slots int) error {
+	if slots > maxSlots {
+		return fmt.Errorf("%d Ray nodes on one host: at most %d when nodes span hosts", slots, maxSlots)
+	}
+	if base < 1024 || base+slotSpan*slots > 32768 {
+		return fmt.Errorf("--ray-port-base %d: the %d nodes' ports must fit between 1024 and 32768 (ephemeral ports start there)", base, slots)
+	}
+	return nil
+}
+
+// Flags are the `ray start` flags that pin p.
+func (p RayPorts) Flags() []string {
+	out := []string{
+		fmt.Sprintf("--node-manager-port=%d", p.NodeManager),
+		fmt.Sprintf("--object-manager-port=%d", p.ObjectManager),
+		fmt.Sprintf("--dashboard-agent-grpc-port=%d", p.AgentGRPC),
+		fmt.Sprintf("--dashboard-agent-listen-port=%d", p.AgentHTTP),
+		fmt.Sprintf("--runtime-env-agent-port=%d", p.RuntimeEnvAgent),
+		fmt.Sprintf("--metrics-export-port=%d", p.Metrics),
+		fmt.Sprintf("--min-worker-port=%d", p.MinWorker),
+		fmt.Sprintf("--max-worker-port=%d", p.MaxWorker),
+	}
+	if p.ClientServer > 0 {
+		out = append(out, fmt.Sprintf("--ray-client-server-port=%d", p.ClientServer))
+	}
+	return out
+}
+
+// Range is the lowest and highest port of p, for firewall rules.
+func (p RayPorts) Range() (lo, hi int) { return p.NodeManager, p.MaxWorker }
