@@ -94,6 +94,12 @@ type Options struct {
 	Healthchecks map[Role][]string `json:"healthchecks,omitempty"`
 	// Ports replaces host ports by name (see DefaultPorts).
 	Ports map[string]int `json:"ports,omitempty"`
+	// AllowJoin prepares the lab for workers on other hosts (`mltrain
+	// join`): Ray's nodes run on the host's network at the host's NodeIP
+	// with pinned ports from RayPortBase, and MinIO's API is published on
+	// --bind for the other hosts' workers.
+	AllowJoin   bool `json:"allow_join,omitempty"`
+	RayPortBase int  `json:"ray_port_base,omitempty"` // default DefaultRayPortBase
 }
 
 var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -111,6 +117,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.DataVolume == "" {
 		o.DataVolume = DefaultDataVolume
+	}
+	if o.RayPortBase == 0 {
+		o.RayPortBase = DefaultRayPortBase
 	}
 	if o.Workspace == "" {
 		o.Workspace = DefaultWorkspace

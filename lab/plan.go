@@ -80,6 +80,13 @@ type Plan struct {
 	// Host groups for AMD device access (0: unknown).
 	RenderGID int `json:"render_gid,omitempty"`
 	VideoGID  int `json:"video_gid,omitempty"`
+	// Network is how Ray's nodes are networked: NetworkBridge (the lab's
+	// own Docker network, nothing of Ray reachable from outside) or
+	// NetworkHost (nodes span hosts: each binds NodeIP with pinned Ports).
+	Network string `json:"network"`
+	// NodeIP is the address this host's Ray nodes advertise (NetworkHost).
+	NodeIP      string `json:"node_ip,omitempty"`
+	RayPortBase int    `json:"ray_port_base,omitempty"`
 	// Credentials are rendered into service environments; never printed.
 	Credentials Credentials `json:"-"`
 	// Warnings must be shown to the user (CPU rehearsal, unknown groups...).
@@ -91,6 +98,8 @@ type Head struct {
 	Container string `json:"container"`
 	CPUs      int    `json:"cpus"`
 	ShmBytes  int64  `json:"shm_bytes"`
+	// Ports are pinned when the lab's nodes span hosts (NetworkHost).
+	Ports *RayPorts `json:"ray_ports,omitempty"`
 }
 
 // Worker is one Ray worker and the GPU it has.
@@ -104,7 +113,15 @@ type Worker struct {
 	SharedGPU bool  `json:"shared_gpu,omitempty"`
 	CPUs      int   `json:"cpus"`
 	ShmBytes  int64 `json:"shm_bytes"`
+	// Ports are pinned when the lab's nodes span hosts (NetworkHost).
+	Ports *RayPorts `json:"ray_ports,omitempty"`
 }
+
+// Ray networking of a plan.
+const (
+	NetworkBridge = "bridge"
+	NetworkHost   = "host"
+)
 
 // LoopbackOnly reports whether the named port is published on 127.0.0.1
 // rather than on Bind.
@@ -209,6 +226,12 @@ func NewPlan(facts host.Facts, opts Options, creds Credentials) (Plan, error) {
 	}
 	if err := checkDevicesAndDriver(&p, facts, opts); err != nil {
 		return Plan{}, err
+	}
+	p.Network = NetworkBridge
+	if opts.AllowJoin {
+		if err := spanHosts(&p, facts, opts.RayPortBase); err != nil {
+			return Plan{}, err
+		}
 	}
 	return p, nil
 }

@@ -347,3 +347,34 @@ func TestDriverTooOldForTheWorkerImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p.Warnings)
 }
+
+func TestAllowJoinPutsRayOnTheHostNetworkWithPinnedPorts(t *testing.T) {
+	f := facts(nv(2))
+	p, err := NewPlan(f, Options{}, creds)
+	require.NoError(t, err)
+	assert.Equal(t, NetworkBridge, p.Network, "a lab is closed unless asked")
+	assert.Nil(t, p.Head.Ports)
+
+	f.NodeIP = "10.52.0.7"
+	p, err = NewPlan(f, Options{AllowJoin: true}, creds)
+	require.NoError(t, err)
+	assert.Equal(t, NetworkHost, p.Network)
+	assert.Equal(t, "10.52.0.7", p.NodeIP)
+	require.NotNil(t, p.Head.Ports)
+	assert.Equal(t, NodePorts(DefaultRayPortBase, 0), *p.Head.Ports)
+	for i, w := range p.Workers {
+		require.NotNil(t, w.Ports)
+		assert.Equal(t, NodePorts(DefaultRayPortBase, i+1), *w.Ports, "worker %d has its own slot", i)
+	}
+
+	f.NodeIP = ""
+	_, err = NewPlan(f, Options{AllowJoin: true}, creds)
+	require.Error(t, err)
+	assert.Contains(t, clierr.Hint(err), "--node-ip")
+
+	f.NodeIP = "10.52.0.7"
+	_, err = NewPlan(f, Options{AllowJoin: true, RayPortBase: 31000}, creds)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "32768")
+	assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err))
+}

@@ -1,6 +1,11 @@
 package lab
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/host"
+)
 
 // RayPorts are the ports one Ray node listens on when the lab's nodes span
 // hosts. They run on the host's network then (a node must bind the address
@@ -73,3 +78,25 @@ func (p RayPorts) Flags() []string {
 
 // Range is the lowest and highest port of p, for firewall rules.
 func (p RayPorts) Range() (lo, hi int) { return p.NodeManager, p.MaxWorker }
+
+// spanHosts switches a plan to host networking: every Ray node of this host
+// binds NodeIP, the head in slot 0 and worker i in slot i+1.
+func spanHosts(p *Plan, facts host.Facts, base int) error {
+	if facts.NodeIP == "" {
+		return clierr.Hintf("pass this host's address on the network the other host shares, e.g. --node-ip 10.52.0.7 ('ip -4 addr' lists them)",
+			"this host's address for other hosts is unknown (no default route): Ray's nodes must advertise an address the other host reaches")
+	}
+	if err := checkRayPortBase(base, len(p.Workers)+1); err != nil {
+		return clierr.WithCode(clierr.WithHint(err, "choose another --ray-port-base, e.g. --ray-port-base 20000"), clierr.ExitNotBuilt)
+	}
+	p.Network, p.NodeIP, p.RayPortBase = NetworkHost, facts.NodeIP, base
+	if p.Head.Container != "" {
+		hp := NodePorts(base, 0)
+		p.Head.Ports = &hp
+	}
+	for i := range p.Workers {
+		wp := NodePorts(base, i+1)
+		p.Workers[i].Ports = &wp
+	}
+	return nil
+}
