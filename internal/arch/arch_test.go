@@ -30,11 +30,12 @@ type pkg struct {
 
 // floor is a package's storey: a package may import only storeys below its
 // own, or its own room (its top folder: lab/verify may import lab).
-// Programs (package main: cmd/mltrain, benchmark drivers) are the top.
+// Programs (package main: cmd/mltrain, benchmark drivers) and the
+// benchmarks under bench/ (they measure the whole product) are the top.
 func floor(p pkg) int {
 	rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 	switch {
-	case p.Name == "main" || strings.HasPrefix(rel, "cmd/"):
+	case p.Name == "main" || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "bench/"):
 		return 4
 	case rel == "lab" || strings.HasPrefix(rel, "lab/"):
 		return 3
