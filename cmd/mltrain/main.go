@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
@@ -15,6 +16,9 @@ import (
 var version = "dev"
 
 func main() {
+	if ran, code := food11.ExtractorMain(os.Stdout); ran {
+		os.Exit(code) // this process was the dataset extractor inside a helper container
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
 	stop()
