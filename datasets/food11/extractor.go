@@ -136,9 +136,10 @@ func (s selfFiles) spec(h *helper, zipPath, digest string) docker.ContainerSpec 
 			NetworkDisabled: true,
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode: "none",
-			Mounts:      mounts,
-			LogConfig:   container.LogConfig{Type: "json-file"}, // its output is the protocol: it must be readable back
+			NetworkMode:    "none",
+			ReadonlyRootfs: true, // it writes only into the volume
+			Mounts:         mounts,
+			LogConfig:      container.LogConfig{Type: "json-file"}, // its output is the protocol: it must be readable back
 		},
 	}
 }
