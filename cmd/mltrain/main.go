@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -14,6 +15,9 @@ import (
 var version = "dev"
 
 func main() {
+	if ran, code := food11.ExtractorMain(os.Stdout); ran {
+		os.Exit(code) // this process was the dataset extractor inside a helper container
+	}
 	ctx, stop := withSignals(context.Background())
 	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
 	stop()

@@ -1,19 +1,22 @@
 // Package food11 prepares the Food-11 dataset volume the lab's workers mount:
 // download (resumable, checksummed), load the zip into a Docker volume as the
-// course's layout (Food-11/<split>/class_<cc>/<c>_<n>.jpg) by streaming a tar
-// through the engine, and verify what the volume holds.
+// course's layout (Food-11/<split>/class_<cc>/<c>_<n>.jpg), and verify what
+// the volume holds. The load runs this same binary as an extractor in a
+// helper container that mounts the volume and, read-only, the zip (extract.go);
+// where the engine cannot run it (not on this host), it streams a tar
+// through the engine's archive API instead (load.go).
 //
 // The volume never carries the manifest (Food-11/.mltrain-manifest.json)
 // unless the load it describes completed: the manifest is written in its own
-// copy after the data copy succeeded, so "has a manifest" means "complete".
+// copy after the data was written, so "has a manifest" means "complete".
 //
 // Why no staging folder renamed into place: the engine API has no rename,
-// and the helper container is never started (no image from a registry, no
-// shell), so a move would mean copying the tree out and back in, twice the
-// I/O. Instead the load writes Food-11 directly, manifest last; a Food-11
-// without a manifest is "not loaded"; a re-run finds it and empties the
-// volume by removing and recreating it (mltrain's dataset volumes hold only
-// the dataset; a volume mltrain did not create needs --force) before loading
+// and the helper containers run no shell (no image from a registry), so a
+// move would mean copying the tree out and back in, twice the I/O. Instead
+// the load writes Food-11 directly, manifest last; a Food-11 without a
+// manifest is "not loaded"; a re-run finds it and empties the volume by
+// removing and recreating it (mltrain's dataset volumes hold only the
+// dataset; a volume mltrain did not create needs --force) before loading
 // again. The engine refuses to remove a volume a container mounts, so a
 // rebuild never pulls the data from under a running worker.
 package food11

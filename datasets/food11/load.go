@@ -27,6 +27,7 @@ type LoadOptions struct {
 	Volume string // DefaultVolume when empty
 	Force  bool   // rebuild even when the volume already holds this zip
 	Strict bool   // counts that differ from the published Food-11 are an error
+	Method string // MethodAuto, MethodExtractor or MethodArchive
 
 	HelperImage string            // DefaultHelperImage when empty
 	Labels      map[string]string // extra labels on the volume, helper image and container
@@ -40,6 +41,10 @@ type LoadResult struct {
 	NoOp     bool     `json:"noop"`               // the volume already held this zip; nothing was written
 	Rebuilt  bool     `json:"rebuilt"`            // the volume was emptied first (stale, other source, --force)
 	Warnings []string `json:"warnings,omitempty"` // counts that differ from the published Food-11
+	Method   string   `json:"method,omitempty"`   // how the images were written: MethodExtractor or MethodArchive
+	// HelperPeakRSS is the extractor's peak resident memory in bytes (it runs
+	// in the helper container, outside mltrain's own RSS).
+	HelperPeakRSS int64 `json:"helper_peak_rss,omitempty"`
 }
 
 // Load puts the zip's images into the volume in the course's layout. It is
@@ -66,6 +71,9 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
 	res := LoadResult{Volume: o.Volume}
 	rep := o.Reporter
+	if o.Method != MethodAuto && o.Method != MethodExtractor && o.Method != MethodArchive {
+		return res, clierr.Hintf(fmt.Sprintf("use %q, %q or leave it empty", MethodExtractor, MethodArchive), "unknown load method %q", o.Method)
+	}
 	zr, err := openZip(o.Zip)
 	if err != nil {
 		return res, err
@@ -127,7 +135,7 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 
 	step := fmt.Sprintf("load %s into volume %s", filepath.Base(o.Zip), o.Volume)
 	progress.Begin(rep, step, fmt.Sprintf("%d images, %s", len(p.entries), humanBytes(p.bytes)))
-	if err := h.stream(ctx, p, o.Zip, rep, step); err != nil {
+	if res.Method, res.HelperPeakRSS, err = h.write(ctx, p, o, step); err != nil {
 		progress.Failed(rep, step, err)
 		return res, err
 	}
@@ -188,6 +196,23 @@ func openZip(p string) (*zip.ReadCloser, error) {
 	return nil, fmt.Errorf("open zip %s: %w", p, err)
 }
 
+// write puts the plan's images into the volume by o.Method; MethodAuto
+// takes the extractor when it can start and the archive API otherwise.
+func (h *helper) write(ctx context.Context, p *plan, o LoadOptions, step string) (method string, maxRSS int64, err error) {
+	switch o.Method {
+	case MethodAuto, MethodExtractor:
+		maxRSS, err = h.extract(ctx, p, o.Zip, o.Reporter, step)
+		if err == nil || !errors.Is(err, errNoExtractor) {
+			return MethodExtractor, maxRSS, err
+		}
+		if o.Method == MethodExtractor {
+			return MethodExtractor, 0, clierr.WithHint(fmt.Errorf("load into volume %s: %w", h.volume, err), "use the default load method, or check that the Docker engine runs on this host (it must see the zip's path)")
+		}
+		progress.Note(o.Reporter, fmt.Sprintf("streaming through the engine's archive API (slower): %v", err))
+	}
+	return MethodArchive, 0, h.stream(ctx, p, o.Zip, o.Reporter, step)
+}
+
 // stream sends the plan to the volume as one tar, read from the zip entry by
 // entry: memory stays bounded whatever the zip's size. The daemon extracts
 // as it reads.
@@ -226,21 +251,9 @@ func writeTar(ctx context.Context, w io.Writer, p *plan, zipName string, rep pro
 	bw := bufio.NewWriterSize(w, 1<<20)
 	tw := tar.NewWriter(bw)
 	now := time.Now()
-	dir := func(name string) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: now})
-	}
-	// Every class folder, even an empty one, as the course's loader makes them.
-	if err := dir(Root); err != nil {
-		return false, err
-	}
-	for _, s := range Splits {
-		if err := dir(Root + "/" + s); err != nil {
+	for _, d := range dirsOf() {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: now}); err != nil {
 			return false, err
-		}
-		for i := 0; i < NumClasses; i++ {
-			if err := dir(fmt.Sprintf("%s/%s/class_%02d", Root, s, i)); err != nil {
-				return false, err
-			}
 		}
 	}
 	buf := make([]byte, 256<<10)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,20 +26,37 @@ import (
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
-// counting wraps the real engine and counts copies into containers, so a
-// test can prove a run wrote nothing. onCopy, when set, wraps the stream.
+// counting wraps the real engine and counts what can write into the volume
+// (copies into containers, started extractors), so a test can prove a run
+// wrote nothing. onCopy, when set, wraps the stream; onCreate may change or
+// refuse a container before the engine sees it.
 type counting struct {
 	docker.Engine
-	copies atomic.Int32
-	onCopy func(io.Reader) io.Reader
+	writes   atomic.Int32
+	onCopy   func(io.Reader) io.Reader
+	onCreate func(*docker.ContainerSpec) error
 }
 
 func (c *counting) CopyToContainer(ctx context.Context, id, dst string, r io.Reader) error {
-	c.copies.Add(1)
+	c.writes.Add(1)
 	if c.onCopy != nil {
 		r = c.onCopy(r)
 	}
 	return c.Engine.CopyToContainer(ctx, id, dst, r)
+}
+
+func (c *counting) ContainerCreate(ctx context.Context, spec docker.ContainerSpec) (string, error) {
+	if c.onCreate != nil {
+		if err := c.onCreate(&spec); err != nil {
+			return "", err
+		}
+	}
+	return c.Engine.ContainerCreate(ctx, spec)
+}
+
+func (c *counting) ContainerStart(ctx context.Context, id string) error {
+	c.writes.Add(1)
+	return c.Engine.ContainerStart(ctx, id)
 }
 
 // testEnv is a real engine with a unique volume and helper image, removed
@@ -117,6 +136,8 @@ func TestLoadCanonicalCountsListBackAndNoOp(t *testing.T) {
 	res, err := Run(ctx, e.eng, o)
 	require.NoError(t, err)
 	assert.False(t, res.NoOp)
+	assert.Equal(t, MethodExtractor, res.Method, "with the engine on this host the extractor runs: %v", rec.Events())
+	assert.Positive(t, res.HelperPeakRSS)
 	assert.Empty(t, res.Warnings, "canonical counts give no warning")
 	assert.Equal(t, CanonicalTotal, res.Manifest.Files)
 	assert.Equal(t, 9866, res.Manifest.Counts.Split("training"))
@@ -137,12 +158,12 @@ func TestLoadCanonicalCountsListBackAndNoOp(t *testing.T) {
 	assert.Equal(t, res.Digest, rep.Manifest.Source.SHA256)
 
 	// Same source again: the manifest says so, nothing is copied.
-	before := e.eng.copies.Load()
+	before := e.eng.writes.Load()
 	t0 := time.Now()
 	res2, err := Run(ctx, e.eng, e.opts(zp))
 	require.NoError(t, err)
 	assert.True(t, res2.NoOp)
-	assert.Equal(t, before, e.eng.copies.Load(), "a no-op run copies nothing into the volume")
+	assert.Equal(t, before, e.eng.writes.Load(), "a no-op run copies nothing into the volume")
 	t.Logf("no-op run took %s", time.Since(t0))
 
 	// --force rebuilds.
@@ -152,7 +173,7 @@ func TestLoadCanonicalCountsListBackAndNoOp(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res3.NoOp)
 	assert.True(t, res3.Rebuilt)
-	assert.Greater(t, e.eng.copies.Load(), before)
+	assert.Greater(t, e.eng.writes.Load(), before)
 	assert.Equal(t, want, e.listBack(t))
 }
 
@@ -181,7 +202,7 @@ func TestLoadWrapperFolderDeflateAndWarnings(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "validation has 12 images")
 	assert.Nil(t, e2.manifest(t))
-	assert.Equal(t, int32(0), e2.eng.copies.Load())
+	assert.Equal(t, int32(0), e2.eng.writes.Load())
 }
 
 func TestLoadRejectsBadZipsWithoutManifest(t *testing.T) {
@@ -215,7 +236,7 @@ func TestLoadRejectsBadZipsWithoutManifest(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 			assert.Equal(t, c.traversal, errors.Is(err, ErrTraversal))
 			assert.Nil(t, e.manifest(t))
-			assert.Equal(t, int32(0), e.eng.copies.Load(), "a bad zip is refused before anything is written")
+			assert.Equal(t, int32(0), e.eng.writes.Load(), "a bad zip is refused before anything is written")
 		})
 	}
 	_, err = Run(ctx, e.eng, e.opts(e.dir+"/absent.zip"))
@@ -224,6 +245,12 @@ func TestLoadRejectsBadZipsWithoutManifest(t *testing.T) {
 }
 
 func TestCorruptEntryAbortsAndRerunConverges(t *testing.T) {
+	for _, method := range []string{MethodExtractor, MethodArchive} {
+		t.Run(method, func(t *testing.T) { corruptEntryAbortsAndRerunConverges(t, method) })
+	}
+}
+
+func corruptEntryAbortsAndRerunConverges(t *testing.T, method string) {
 	e := newEnv(t)
 	files, want := dataset("", small(), zip.Store)
 	// Large stored entries first, so the engine has extracted some files
@@ -256,7 +283,9 @@ func TestCorruptEntryAbortsAndRerunConverges(t *testing.T) {
 	require.NoError(t, os.WriteFile(corrupt, b, 0o644))
 
 	ctx := context.Background()
-	_, err = Run(ctx, e.eng, e.opts(corrupt))
+	o := e.opts(corrupt)
+	o.Method = method
+	_, err = Run(ctx, e.eng, o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CRC-32 mismatch")
 	assert.Contains(t, err.Error(), "training/5_999.jpg")
@@ -282,17 +311,49 @@ func indexOf(b, sub []byte) int {
 }
 
 func TestCancelledLoadThenRerunConverges(t *testing.T) {
+	t.Run(MethodArchive, func(t *testing.T) {
+		// Cancel once about a third of the stream has gone through.
+		cancelledLoadThenRerunConverges(t, MethodArchive, func(e *testEnv, cancel func()) {
+			e.eng.onCopy = func(r io.Reader) io.Reader { return &cancelAfter{r: r, n: 2 << 20, cancel: cancel} }
+		})
+	})
+	t.Run(MethodExtractor, func(t *testing.T) {
+		// Cancel at the extractor's first progress report: it is mid-way.
+		cancelledLoadThenRerunConverges(t, MethodExtractor, func(e *testEnv, cancel func()) {})
+	})
+}
+
+// cancelOnProgress cancels the run when the load reports its first bytes.
+type cancelOnProgress struct {
+	cancel func()
+	once   sync.Once
+}
+
+func (c *cancelOnProgress) Report(ev progress.Event) {
+	if ev.Kind == progress.Update && strings.HasPrefix(ev.Step, "load ") && ev.Current > 0 {
+		c.once.Do(c.cancel)
+	}
+}
+
+func cancelledLoadThenRerunConverges(t *testing.T, method string, arm func(*testEnv, func())) {
 	e := newEnv(t)
 	files, want := dataset("", CanonicalTotals, zip.Store)
 	zp := writeZip(t, e.dir, "food11.zip", files)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Cancel once about a third of the stream has gone through.
-	e.eng.onCopy = func(r io.Reader) io.Reader { return &cancelAfter{r: r, n: 2 << 20, cancel: cancel} }
-	_, err := Run(ctx, e.eng, e.opts(zp))
+	arm(e, cancel)
+	o := e.opts(zp)
+	o.Method = method
+	if method == MethodExtractor {
+		o.Reporter = &cancelOnProgress{cancel: cancel}
+	}
+	_, err := Run(ctx, e.eng, o)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
 	e.eng.onCopy = nil
+	left, err := e.eng.Engine.ContainerList(context.Background(), map[string]string{LabelHelperVolume: e.volume})
+	require.NoError(t, err)
+	assert.Empty(t, left, "no helper outlives the run, so nothing writes into the volume after it returned")
 	assert.Nil(t, e.manifest(t), "an interrupted load leaves no manifest")
 	partial := e.listBack(t)
 	assert.NotEmpty(t, partial, "the interrupted load had written some files")
@@ -387,16 +448,22 @@ func TestRunFromURLThenNoOpWithoutDownload(t *testing.T) {
 
 	// Same URL again, even with the cache gone: the manifest answers.
 	require.NoError(t, os.RemoveAll(o.CacheDir))
-	copies := e.eng.copies.Load()
+	copies := e.eng.writes.Load()
 	res, err = Run(ctx, e.eng, o)
 	require.NoError(t, err)
 	assert.True(t, res.NoOp)
 	assert.Nil(t, res.Download)
 	assert.Len(t, fs.requests(), 1, "no second download")
-	assert.Equal(t, copies, e.eng.copies.Load())
+	assert.Equal(t, copies, e.eng.writes.Load())
 }
 
 func TestDiskFullIsAClearErrorWithoutManifest(t *testing.T) {
+	for _, method := range []string{MethodExtractor, MethodArchive} {
+		t.Run(method, func(t *testing.T) { diskFullIsAClearErrorWithoutManifest(t, method) })
+	}
+}
+
+func diskFullIsAClearErrorWithoutManifest(t *testing.T, method string) {
 	e := newEnv(t)
 	ctx := context.Background()
 	// A 1 MiB tmpfs volume stands in for a full disk.
@@ -408,7 +475,9 @@ func TestDiskFullIsAClearErrorWithoutManifest(t *testing.T) {
 	require.NoError(t, err)
 	files, _ := dataset("", small(), zip.Store)
 	files = append(files, zfile{name: "training/3_900.jpg", data: make([]byte, 3<<20), method: zip.Store})
-	_, err = Run(ctx, e.eng, e.opts(writeZip(t, e.dir, "big.zip", files)))
+	o := e.opts(writeZip(t, e.dir, "big.zip", files))
+	o.Method = method
+	_, err = Run(ctx, e.eng, o)
 	require.Error(t, err)
 	t.Log(err)
 	assert.Contains(t, err.Error(), "no space left on device")

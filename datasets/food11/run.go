@@ -22,6 +22,7 @@ type Options struct {
 	Volume   string // DefaultVolume when empty
 	Force    bool
 	Strict   bool
+	Method   string // MethodAuto, MethodExtractor or MethodArchive
 
 	HelperImage string
 	Labels      map[string]string
@@ -67,7 +68,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		return res, strictErr(o.Strict, o.Volume, res.Warnings)
 	}
 
-	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict,
+	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
 		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter}
 	if o.URL != "" {
 		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter})

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/mltrain/mltrain/datasets/food11"
@@ -21,6 +22,9 @@ import (
 )
 
 func main() {
+	if ran, code := food11.ExtractorMain(os.Stdout); ran {
+		os.Exit(code) // this process was the extractor in the helper container
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: driver gen|load [flags]")
 		os.Exit(2)
@@ -98,7 +102,20 @@ func load(args []string) error {
 	zipPath := fs.String("zip", "", "zip to load")
 	volume := fs.String("volume", "mltrain-bench-food11", "volume to load into")
 	sum := fs.String("sha256", "bench", "digest to record; empty computes it")
+	method := fs.String("method", "", "load method: extractor, archive, or empty for mltrain's default")
+	cpuprof := fs.String("cpuprofile", "", "write a pprof CPU profile of the load here")
 	_ = fs.Parse(args)
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	eng, err := docker.Connect(ctx)
 	if err != nil {
@@ -106,12 +123,12 @@ func load(args []string) error {
 	}
 	defer eng.Close()
 	t0 := time.Now()
-	res, err := food11.Load(ctx, eng, food11.LoadOptions{Zip: *zipPath, Volume: *volume, Force: true, Source: food11.Source{SHA256: *sum}})
+	res, err := food11.Load(ctx, eng, food11.LoadOptions{Zip: *zipPath, Volume: *volume, Force: true, Source: food11.Source{SHA256: *sum}, Method: *method})
 	if err != nil {
 		return err
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("loaded %d images (%.2f GiB) in %.2fs; Go heap sys %.1f MiB\n", res.Manifest.Files, float64(res.Manifest.Bytes)/(1<<30), time.Since(t0).Seconds(), float64(ms.Sys)/(1<<20))
+	fmt.Printf("loaded %d images (%.2f GiB) in %.2fs by %s; Go heap sys %.1f MiB; helper peak RSS %.1f MiB\n", res.Manifest.Files, float64(res.Manifest.Bytes)/(1<<30), time.Since(t0).Seconds(), res.Method, float64(ms.Sys)/(1<<20), float64(res.HelperPeakRSS)/(1<<20))
 	return nil
 }
