@@ -505,7 +505,9 @@ func TestExerciseChecks(t *testing.T) {
 		{name: "tune passes with trials the script ended", id: "exercises.tune", status: Pass, break_: func(*fixture) {},
 			evidence: "8 trials: 3 stopped by ASHA, 3 ran to max_t 4, 2 ended by the script before max_t"},
 		{name: "tune stopped none early", id: "exercises.tune", break_: func(f *fixture) {
-			setRec(f, "tune", func(r *exercise.Record) { r.Tune.StoppedByScheduler, r.Tune.StoppedEarly, r.Tune.EndedByScript = 0, 0, 5 })
+			setRec(f, "tune", func(r *exercise.Record) {
+				r.Tune.StoppedByScheduler, r.Tune.StoppedEarly, r.Tune.EndedByScript = 0, 0, 5
+			})
 		}, evidence: "ASHA stopped none of the 8 trials (0 stopped by ASHA, 3 ran to max_t 4, 5 ended by the script before max_t"},
 		{name: "tune record that cannot tell ASHA's stops", id: "exercises.tune", break_: func(f *fixture) {
 			setRec(f, "tune", func(r *exercise.Record) {
