@@ -250,9 +250,21 @@ func TestGPUChecks(t *testing.T) {
 		{name: "no alive worker", id: "gpu.ray", break_: func(f *fixture) {
 			f.ray.nodes = f.ray.nodes[:1]
 		}, evidence: "no alive worker node"},
+		{name: "a stopped worker's node is not counted", id: "gpu.ray", status: Pass, break_: stopWorker1,
+			evidence: "not counted: ray-worker-1's node (container exited; Ray has not marked it DEAD yet)"},
 		{name: "ray unreachable", id: "gpu.ray", break_: func(f *fixture) {
 			f.ray.nodesErr = clierr.WithHint(fmt.Errorf("%w at http://x", ray.ErrUnreachable), "run 'mltrain status'")
 		}, evidence: "unreachable", fix: "mltrain status"},
+	})
+}
+
+// stopWorker1 stops ray-worker-1 as the engine does (exited, no address)
+// while Ray, whose health checks have not failed enough yet, lists its
+// node ALIVE.
+func stopWorker1(f *fixture) {
+	setContainer(f, "ray-worker-1", func(d *docker.ContainerDetails) {
+		d.Running, d.State, d.FinishedAt = false, "exited", time.Now().Add(-3*time.Second)
+		d.Networks = map[string]string{"mltrain_default": ""}
 	})
 }
 
@@ -262,9 +274,12 @@ func TestRayChecks(t *testing.T) {
 			f.ray.nodes[2].State = "DEAD"
 			setContainer(f, "ray-worker-1", func(d *docker.ContainerDetails) { d.Running, d.State = false, "exited" })
 		}, evidence: "1 head + 1 worker node(s) ALIVE", fix: "mltrain worker start 1"},
+		{name: "worker stopped, Ray has not noticed yet", id: "ray.nodes", break_: stopWorker1,
+			evidence: "ray-worker-1: container exited 3s ago; Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s",
+			fix:      "mltrain worker start 1"},
 		{name: "worker running but not joined", id: "ray.nodes", break_: func(f *fixture) {
 			f.ray.nodes = f.ray.nodes[:2]
-		}, evidence: "no ALIVE node for ray-worker-1 (running, not in Ray)", fix: "mltrain logs ray-worker-1"},
+		}, evidence: "ray-worker-1: running, but Ray lists no ALIVE node at its address", fix: "mltrain logs ray-worker-1"},
 		{name: "no head", id: "ray.nodes", break_: func(f *fixture) {
 			f.ray.nodes[0].State = "DEAD"
 		}, evidence: "0 head + 2 worker", fix: "mltrain logs ray-head"},
