@@ -104,7 +104,17 @@ type Worker struct {
 	SharedGPU bool  `json:"shared_gpu,omitempty"`
 	CPUs      int   `json:"cpus"`
 	ShmBytes  int64 `json:"shm_bytes"`
+	// AgentPort is where this node's Ray dashboard agent listens for HTTP
+	// (ray start --dashboard-agent-listen-port); the worker's healthcheck
+	// asks it about this node's raylet. One per node: nodes sharing a host
+	// network need distinct ones.
+	AgentPort int `json:"agent_port,omitempty"`
 }
+
+// DefaultAgentPort is Ray's dashboard agent HTTP port
+// (ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT); each worker has its
+// own network namespace, so all may use it.
+const DefaultAgentPort = 52365
 
 // LoopbackOnly reports whether the named port is published on 127.0.0.1
 // rather than on Bind.
