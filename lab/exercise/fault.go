@@ -120,6 +120,13 @@ func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, err
 	if err != nil {
 		return c, err
 	}
+	// The driver must not share the node: stopping it would end the job.
+	// Ray runs it on the head when the entrypoint asks for no resources.
+	id := r.rec.Jobs[f.i].SubmissionID
+	if j, err := r.env.Ray.Job(ctx, id); err == nil && j.DriverNodeID != "" && j.DriverNodeID == worker.NodeID {
+		return c, clierr.Hintf("submit the run without entrypoint resources, so Ray runs its driver on the head",
+			"job %s's driver runs on %s (%s), the node that trains: stopping it would end the job, not show fault tolerance", id, c.Name, worker.NodeIP)
+	}
 	r.say("training runs on %s (%s)", c.Name, worker.NodeIP)
 	return c, nil
 }

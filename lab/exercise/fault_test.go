@@ -168,6 +168,23 @@ func TestFaultUnidentifiedWorker(t *testing.T) {
 	assert.Empty(t, eng.CallsOf("stop"))
 }
 
+// Ray runs a driver whose entrypoint asks for no resources on the head; one
+// on the training node would die with it, so nothing is stopped then.
+func TestFaultRefusesToStopTheDriversNode(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, labWorkers, w1IP, w0IP)
+	f.ray.OnSubmit = func(_ string, j *raytest.Job) string {
+		j.DriverNodeID = "node-" + w1IP // as the double names the nodes TrainRun trains on
+		return ""
+	}
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "driver runs on ray-worker-1 (172.18.0.4), the node that trains")
+	assert.Empty(t, eng.CallsOf("stop"))
+	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+}
+
 func TestFaultResumeFromAnUnreportedCheckpointIsNotObserved(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
