@@ -61,10 +61,13 @@ func (s *Server) currentNodes() []ray.Node {
 // the entrypoint asks for resources, then on the first ALIVE worker node
 // that has them (Ray schedules the entrypoint like a task). A driver on a
 // worker dies with that worker, which is why the exercises' Ray Train jobs
-// ask for none.
+// ask for none. With no nodes set (no cluster modelled) it is "node-head".
 func (s *Server) driverNode(j *Job) string {
 	if j.DriverNodeID != "" {
 		return j.DriverNodeID
+	}
+	if len(s.nodes) == 0 {
+		return "node-head"
 	}
 	r := j.Request
 	onHead := r.EntrypointNumGPUs == 0 && len(r.EntrypointResources) == 0
@@ -77,8 +80,5 @@ func (s *Server) driverNode(j *Job) string {
 			return n.NodeID
 		}
 	}
-	if onHead {
-		return "node-head"
-	}
-	return ""
+	return "" // no node can run it: Ray leaves the job PENDING
 }
