@@ -35,17 +35,18 @@ func DefaultImage(r Role, rayVersion string, vendor gpu.Vendor) (string, error) 
 }
 
 // DefaultHealthcheck is each role's Docker healthcheck test. All are exec
-// form (no shell), using only tools the pinned images ship: the ray CLI,
-// MinIO's bundled mc, busybox wget in Prometheus and Grafana, wget in the
-// Jupyter image. Tests replace them through Options.Healthchecks.
+// form (no shell), using only tools the pinned images ship: the ray CLI and
+// Python, MinIO's bundled mc, busybox wget in Prometheus and Grafana, wget
+// in the Jupyter image. Tests replace them through Options.Healthchecks.
 func DefaultHealthcheck(r Role) []string {
 	switch r {
 	case RoleHead:
 		// GCS reachable and healthy; the token comes from RAY_AUTH_TOKEN.
 		return []string{"CMD", "ray", "health-check"}
 	case RoleWorker:
-		// This node's view of the GCS: fails while the worker cannot join.
-		return []string{"CMD", "ray", "health-check", "--address", HeadService + ":6379"}
+		// This node's own raylet: `ray health-check --address ray-head:6379`
+		// asked the head's GCS and passed for a worker whose raylet had died.
+		return []string{"CMD", "python", "-c", workerHealthcheck}
 	case RoleMinIO:
 		return []string{"CMD", "mc", "ready", "local"}
 	case RolePrometheus:
@@ -57,3 +58,36 @@ func DefaultHealthcheck(r Role) []string {
 	}
 	return nil
 }
+
+// AgentPortEnv tells a worker's healthcheck its node's agent port (the
+// plan's Worker.AgentPort); exec-form checks have no shell to expand it.
+const AgentPortEnv = "MLTRAIN_RAY_AGENT_PORT"
+
+// agentPort is the worker's agent port; plans written before it existed
+// have none.
+func (w Worker) agentPort() int {
+	if w.AgentPort == 0 {
+		return DefaultAgentPort
+	}
+	return w.AgentPort
+}
+
+// workerHealthcheck asks this node's Ray dashboard agent whether its raylet
+// is alive (GET /api/local_raylet_healthz: the agent process exits with its
+// raylet, and answers 503 when the GCS no longer lists the node ALIVE; Ray
+// exempts the path from token auth, the token is sent anyway for Rays that
+// do not). The agent listens on the node's address and, in recent Rays, on
+// 127.0.0.1 too: both are tried. Python is in every Ray image; wget and
+// curl need not be.
+const workerHealthcheck = `import os, socket, sys, urllib.request as u
+port = os.environ["` + AgentPortEnv + `"]
+hdr = {"Authorization": "Bearer " + os.environ.get("RAY_AUTH_TOKEN", "")}
+err = None
+for host in ("127.0.0.1", socket.gethostbyname(socket.gethostname())):
+    try:
+        u.urlopen(u.Request("http://%s:%s/api/local_raylet_healthz" % (host, port), headers=hdr), timeout=4)
+        sys.exit(0)
+    except Exception as e:
+        err = e
+sys.exit("this node's raylet is not healthy (Ray dashboard agent, port %s): %s" % (port, err))
+`

@@ -115,6 +115,11 @@ type Worker struct {
 	ShmBytes  int64 `json:"shm_bytes"`
 	// Ports are pinned when the lab's nodes span hosts (NetworkHost).
 	Ports *RayPorts `json:"ray_ports,omitempty"`
+	// AgentPort is where this node's Ray dashboard agent listens for HTTP
+	// (ray start --dashboard-agent-listen-port); the worker's healthcheck
+	// asks it about this node's raylet. One per node: nodes sharing a host
+	// network need distinct ones.
+	AgentPort int `json:"agent_port,omitempty"`
 }
 
 // Ray networking of a plan.
@@ -122,6 +127,11 @@ const (
 	NetworkBridge = "bridge"
 	NetworkHost   = "host"
 )
+
+// DefaultAgentPort is Ray's dashboard agent HTTP port
+// (ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT); each worker has its
+// own network namespace, so all may use it.
+const DefaultAgentPort = 52365
 
 // LoopbackOnly reports whether the named port is published on 127.0.0.1
 // rather than on Bind.

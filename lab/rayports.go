@@ -96,7 +96,7 @@ func spanHosts(p *Plan, facts host.Facts, base int) error {
 	}
 	for i := range p.Workers {
 		wp := NodePorts(base, i+1)
-		p.Workers[i].Ports = &wp
+		p.Workers[i].Ports, p.Workers[i].AgentPort = &wp, wp.AgentHTTP
 	}
 	return nil
 }

@@ -221,11 +221,14 @@ func (r renderer) worker(w Worker) (types.ServiceConfig, error) {
 		// for GPUs still schedule.
 		"--num-gpus=1",
 		fmt.Sprintf("--metrics-export-port=%d", metricsPort),
+		// Pinned: the healthcheck asks this node's agent about its raylet.
+		fmt.Sprintf("--dashboard-agent-listen-port=%d", w.agentPort()),
 		"--block"}
 	r.rayEnv(&s)
 	r.setEnv(&s,
 		"FOOD11_DATA_DIR", food11Dir,
 		"MLTRAIN_ACCELERATOR", r.p.Accelerator,
+		AgentPortEnv, strconv.Itoa(w.agentPort()),
 	)
 	s.ShmSize = types.UnitBytes(w.ShmBytes)
 	s.Volumes = []types.ServiceVolumeConfig{volume(VolumeData, dataMount, true)}

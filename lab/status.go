@@ -2,14 +2,19 @@ package lab
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ray"
 )
 
 // ServiceStatus is one service as the engine and Ray report it.
@@ -24,49 +29,57 @@ type ServiceStatus struct {
 	WorkerIndex *int   `json:"worker_index,omitempty"`
 	GPU         string `json:"gpu,omitempty"` // UUID, or "cpu (logical)" in rehearsal
 	IP          string `json:"ip,omitempty"`
-	RayState    string `json:"ray_state,omitempty"` // ALIVE / DEAD / absent, from Ray's node list
+	// RayState is ALIVE / DEAD from Ray's node list, RayAbsent or RayNotAlive.
+	RayState string `json:"ray_state,omitempty"`
+	// RayStale: the container is down but Ray still lists its node ALIVE.
+	RayStale bool `json:"ray_stale,omitempty"`
 }
 
-// Status is `mltrain status`.
+// Status is `mltrain status`: the containers beside Ray's view, and what
+// the two say together. Notes explain every worker whose container and Ray
+// node disagree; Next are the commands that fix what they say.
 type Status struct {
 	Project  string          `json:"project"`
 	Services []ServiceStatus `json:"services"`
-	URLs     *URLs           `json:"urls,omitempty"`
-	Ray      string          `json:"ray"` // what the Ray probe said
+	// Planned are the services the lab should have, from PlanSource
+	// (state.json, or compose.yaml when an up did not finish or a render
+	// came after it); Missing are those with no container.
+	Planned    []string `json:"planned,omitempty"`
+	PlanSource string   `json:"plan_source,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
+	URLs       *URLs    `json:"urls,omitempty"`
+	Ray        string   `json:"ray"` // what the Ray probe said
+	Notes      []string `json:"notes,omitempty"`
+	Next       []string `json:"next,omitempty"`
 }
 
-// GetStatus rebuilds the lab's state from container labels, then asks Ray
-// which nodes are alive (best effort: a down Ray is reported, not an error).
+// Services are the plan's services: the head, the workers, then the others.
+func (p Plan) Services() []string {
+	s := []string{HeadService}
+	for _, w := range p.Workers {
+		s = append(s, w.Service)
+	}
+	return append(s, MinIOService, PrometheusService, GrafanaService, JupyterService)
+}
+
+// GetStatus rebuilds the lab's state from container labels, compares it with
+// the services planned, then asks Ray which nodes are alive (best effort: a
+// down Ray is reported, not an error).
 func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, project string) (Status, error) {
 	st := Status{Project: project}
-	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
+	workers, err := st.readContainers(ctx, eng, project)
 	if err != nil {
 		return st, err
 	}
-	for _, c := range list {
-		d, err := eng.ContainerInspect(ctx, c.ID)
-		if err != nil {
-			return st, err
-		}
-		s := ServiceStatus{Service: c.Labels[labels.Service], Container: c.Name, Role: c.Labels[labels.Role],
-			State: d.State, Health: d.Health, Image: c.Image}
-		if idx, err := strconv.Atoi(c.Labels[labels.WorkerIndex]); err == nil {
-			s.WorkerIndex = &idx
-			s.GPU = c.Labels[labels.GPUUUID]
-			if s.GPU == "" && c.Labels[labels.Accelerator] == AccelCPU {
-				s.GPU = "cpu (logical)"
-			}
-			for _, ip := range d.Networks {
-				s.IP = ip
-			}
-		}
-		st.Services = append(st.Services, s)
-	}
-	sort.Slice(st.Services, func(i, j int) bool { return st.Services[i].Service < st.Services[j].Service })
+	st.readPlan(ctx, stateDir)
 
 	state, err := stateDir.State()
 	if err != nil {
-		st.Ray = "unknown: no lab state (run 'mltrain up')"
+		st.Ray = "unknown: no " + StateFile + " (run 'mltrain up')"
+		if st.PlanSource == compose.ComposeFile {
+			st.Ray = "unknown: no " + StateFile + " yet (the up has not finished), so Ray's address is not recorded"
+		}
+		st.explain(workers, nil, false)
 		return st, nil
 	}
 	st.URLs = &state.URLs
@@ -79,26 +92,177 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 	nodes, err := clients.Ray.Nodes(pctx)
 	if err != nil {
 		st.Ray = "unreachable: " + err.Error()
+		st.explain(workers, nil, false)
 		return st, nil
 	}
-	byIP := map[string]string{}
+	st.explain(workers, nodes, true)
+	return st, nil
+}
+
+func (st *Status) readContainers(ctx context.Context, eng docker.Engine, project string) (map[string]WorkerContainer, error) {
+	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
+	if err != nil {
+		return nil, fmt.Errorf("list the containers of lab %q: %w", project, err)
+	}
+	workers := map[string]WorkerContainer{}
+	for _, c := range list {
+		d, err := eng.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("inspect container %s: %w", c.Name, err)
+		}
+		s := ServiceStatus{Service: c.Labels[labels.Service], Container: c.Name, Role: c.Labels[labels.Role],
+			State: d.State, Health: d.Health, Image: c.Image}
+		if idx, err := strconv.Atoi(c.Labels[labels.WorkerIndex]); err == nil {
+			w := WorkerContainer{Index: idx, Project: project, ContainerDetails: d}
+			workers[s.Service] = w
+			s.WorkerIndex = &idx
+			s.GPU = c.Labels[labels.GPUUUID]
+			if s.GPU == "" && c.Labels[labels.Accelerator] == AccelCPU {
+				s.GPU = "cpu (logical)"
+			}
+			if ips := w.IPs(); len(ips) > 0 {
+				s.IP = ips[0]
+			}
+		}
+		st.Services = append(st.Services, s)
+	}
+	sort.Slice(st.Services, func(i, j int) bool { return st.Services[i].Service < st.Services[j].Service })
+	return workers, nil
+}
+
+// readPlan finds the planned services and the missing ones. state.json is
+// written last by a successful up; a newer compose.yaml is an up that did
+// not finish (or a render since), and is what the next up applies.
+func (st *Status) readPlan(ctx context.Context, dir StateDir) {
+	stateAt, stateErr := modTime(dir.File(StateFile))
+	composeAt, composeErr := modTime(dir.File(compose.ComposeFile))
+	if composeErr == nil && (stateErr != nil || composeAt.After(stateAt)) {
+		if p, err := compose.Load(ctx, dir.Path()); err == nil {
+			st.Planned, st.PlanSource = p.ServiceNames(), compose.ComposeFile
+		} else {
+			st.Notes = append(st.Notes, fmt.Sprintf("cannot read the planned services from %s: %v", dir.File(compose.ComposeFile), err))
+		}
+	}
+	if st.PlanSource == "" && stateErr == nil {
+		if s, err := dir.State(); err == nil {
+			st.Planned, st.PlanSource = s.Plan.Services(), StateFile
+		}
+	}
+	if st.PlanSource == "" {
+		st.Notes = append(st.Notes, fmt.Sprintf("no lab state in %s (no %s, no %s): which services the lab should have is unknown",
+			dir.Path(), StateFile, compose.ComposeFile))
+		return
+	}
+	have := map[string]bool{}
+	for _, s := range st.Services {
+		have[s.Service] = true
+	}
+	for _, s := range st.Planned {
+		if !have[s] {
+			st.Missing = append(st.Missing, s)
+		}
+	}
+	sort.Strings(st.Missing)
+	if len(st.Missing) > 0 {
+		why := ""
+		if st.PlanSource == compose.ComposeFile {
+			why = " (an up that did not finish, or a render since the last up)"
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("%s plans %d service(s) with no container: %s%s",
+			st.PlanSource, len(st.Missing), strings.Join(st.Missing, ", "), why))
+		st.next("mltrain up")
+	}
+}
+
+func modTime(path string) (time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// explain puts each worker's Ray state beside its container's and says
+// where they disagree; nodes is Ray's node list (asked is false when Ray
+// could not be asked).
+func (st *Status) explain(workers map[string]WorkerContainer, nodes []ray.Node, asked bool) {
+	now := time.Now()
+	pairs, unpaired := MatchWorkerNodes(workers, nodes)
+	var stale []string
+	for _, w := range pairs {
+		row := st.row(w.Service)
+		if asked {
+			row.RayState, row.RayStale = w.RayState, w.Stale
+		}
+		switch {
+		case !w.Running && asked && w.Stale:
+			stale = append(stale, w.Service)
+			st.Notes = append(st.Notes, StaleNote(w, now))
+		case !w.Running && asked:
+			st.Notes = append(st.Notes, fmt.Sprintf("%s: container %s; Ray lists no ALIVE node for it", w.Service, w.State))
+		case !w.Running:
+			st.Notes = append(st.Notes, fmt.Sprintf("%s: container %s", w.Service, w.State))
+		case asked && w.RayState != rayAlive:
+			st.Notes = append(st.Notes, fmt.Sprintf("%s: container running, but Ray lists no ALIVE node at its address %s (%s)", w.Service, w.IP, w.RayState))
+			st.next("mltrain logs " + w.Service)
+			continue
+		default:
+			continue
+		}
+		st.next(fmt.Sprintf("mltrain worker start %d", w.Index))
+	}
+	if len(unpaired) > 0 {
+		var ips []string
+		for _, n := range unpaired {
+			ips = append(ips, n.NodeIP)
+		}
+		st.Notes = append(st.Notes, fmt.Sprintf("Ray lists ALIVE worker node(s) at %s that no worker container of this lab has", strings.Join(ips, ", ")))
+	}
+	if !asked {
+		return
+	}
 	alive := 0
 	for _, n := range nodes {
 		if n.Alive() {
 			alive++
 		}
-		if byIP[n.NodeIP] != "ALIVE" { // a restarted worker keeps its IP: ALIVE wins over an old DEAD entry
-			byIP[n.NodeIP] = n.State
-		}
-	}
-	for i := range st.Services {
-		if s := &st.Services[i]; s.WorkerIndex != nil {
-			s.RayState = byIP[s.IP]
-			if s.RayState == "" {
-				s.RayState = "absent"
-			}
-		}
 	}
 	st.Ray = fmt.Sprintf("%d of %d nodes ALIVE", alive, len(nodes))
-	return st, nil
+	switch len(stale) {
+	case 0:
+	case 1:
+		st.Ray += ", including the node of " + stale[0] + ", whose container is down: Ray has not noticed yet (see below)"
+	default:
+		st.Ray += ", including the nodes of " + strings.Join(stale, ", ") + ", whose containers are down: Ray has not noticed yet (see below)"
+	}
+}
+
+func (st *Status) row(service string) *ServiceStatus {
+	for i := range st.Services {
+		if st.Services[i].Service == service {
+			return &st.Services[i]
+		}
+	}
+	return &ServiceStatus{}
+}
+
+func (st *Status) next(cmd string) {
+	for _, c := range st.Next {
+		if c == cmd {
+			return
+		}
+	}
+	st.Next = append(st.Next, cmd)
+}
+
+// ErrMissingServices is returned (wrapped) by MissingError.
+var ErrMissingServices = errors.New("planned services have no container")
+
+// MissingError is the error of a lab with planned services missing, or nil.
+func (st Status) MissingError() error {
+	if len(st.Missing) == 0 {
+		return nil
+	}
+	return clierr.Hintf("run 'mltrain up' to create them", "lab %q: %d planned service(s) have no container: %s (planned in %s): %w",
+		st.Project, len(st.Missing), strings.Join(st.Missing, ", "), st.PlanSource, ErrMissingServices)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,10 +69,21 @@ func (s *standinLab) ids() map[string]string {
 	return out
 }
 
+// rayDeadAfter is how long the stand-in head keeps a silent worker ALIVE in
+// these tests (Ray's own ~15 s, shortened; long enough to see the window).
+const rayDeadAfter = 6 * time.Second
+
+// headOverride sets the stand-in head's DEAD delay, plus extra override text.
+func headOverride(extra string) []byte {
+	return []byte("services:\n  ray-head:\n    environment:\n      STANDIN_RAY_DEAD_AFTER: " + rayDeadAfter.String() + "\n" + extra)
+}
+
 func TestUpStatusWorkerDown(t *testing.T) {
 	s := newStandinLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	require.NoError(t, os.MkdirAll(s.stateDir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, "compose.override.yaml"), headOverride(""), 0o644))
 
 	var rec progress.Recorder
 	res, err := lab.Up(ctx, s.deps(&rec), s.opts)
@@ -116,7 +128,7 @@ func TestUpStatusWorkerDown(t *testing.T) {
 
 	// A user override changing one worker recreates only that worker.
 	require.NoError(t, os.WriteFile(filepath.Join(s.stateDir, "compose.override.yaml"),
-		[]byte("services:\n  ray-worker-1:\n    environment:\n      EXTRA_SETTING: \"1\"\n"), 0o644))
+		headOverride("  ray-worker-1:\n    environment:\n      EXTRA_SETTING: \"1\"\n"), 0o644))
 	res, err = s.up(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ray-worker-1"}, res.Apply.Recreated)
@@ -129,24 +141,44 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	status, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 	require.NoError(t, err)
 	require.Len(t, status.Services, 7)
-	// The replaced worker's old node stays listed (DEAD), as in Ray.
+	// The replaced worker's old node stays listed (DEAD), as in Ray, once
+	// the head's health checks gave up on it.
+	bound := 2*rayDeadAfter + 20*time.Second // the delay, heartbeats, a busy host
 	require.Eventually(t, func() bool {
 		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && strings.HasPrefix(st.Ray, "3 of") && workerRayState(st, 1) == "ALIVE"
-	}, 30*time.Second, 500*time.Millisecond)
+	}, bound, 500*time.Millisecond)
 	name, err := lab.StopWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
+	stopped := time.Now()
 	assert.Equal(t, s.project+"-ray-worker-1", name)
+	// Right after the stop Ray still lists the node ALIVE: status says the
+	// container is down and that Ray has not noticed yet, never "3 of 3" alone.
+	status, err = lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
+	require.NoError(t, err)
+	t.Logf("status right after the stop: %s; notes: %q", status.Ray, status.Notes)
+	// The last heartbeat came at most 1 s before the stop.
+	if time.Since(stopped) < rayDeadAfter-2*time.Second {
+		require.True(t, workerRayStale(status, 1), "the head still lists the stopped worker ALIVE: %s", status.Ray)
+	}
+	if workerRayStale(status, 1) {
+		assert.Contains(t, status.Ray, "including the node of ray-worker-1, whose container is down")
+		assert.Contains(t, strings.Join(status.Notes, "\n"), "ray-worker-1: container exited")
+	}
+	if m := regexp.MustCompile(`^(\d+) of (\d+) nodes ALIVE`).FindStringSubmatch(status.Ray); m != nil && m[1] == m[2] {
+		assert.Contains(t, status.Ray, "whose container is down", "never every node ALIVE without saying the stopped worker is down")
+	}
+	assert.Contains(t, status.Next, "mltrain worker start 1")
 	require.Eventually(t, func() bool {
 		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && workerState(st, 1) == "exited" && strings.HasPrefix(st.Ray, "2 of") && workerRayState(st, 1) != "ALIVE"
-	}, 30*time.Second, 500*time.Millisecond, "Ray sees the stopped worker DEAD")
+	}, bound, 500*time.Millisecond, "Ray sees the stopped worker DEAD after its health checks give up")
 	_, err = lab.StartWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && workerState(st, 1) == "running" && strings.HasPrefix(st.Ray, "3 of")
-	}, 30*time.Second, 500*time.Millisecond)
+	}, bound, 500*time.Millisecond)
 	_, err = lab.StopWorker(ctx, s.eng, s.project, 7)
 	assert.ErrorContains(t, err, "has no worker 7")
 
@@ -186,6 +218,15 @@ func workerState(st lab.Status, idx int) string {
 		}
 	}
 	return ""
+}
+
+func workerRayStale(st lab.Status, idx int) bool {
+	for _, s := range st.Services {
+		if s.WorkerIndex != nil && *s.WorkerIndex == idx {
+			return s.RayStale
+		}
+	}
+	return false
 }
 
 func workerRayState(st lab.Status, idx int) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,13 @@ import (
 func (a *app) statusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show each service's state, each worker's GPU, and the URLs",
-		Args:  cobra.NoArgs,
+		Short: "Show each service's state, each worker's GPU and Ray node, and the URLs",
+		Long: `Show each service's container state and health, each worker's GPU and the
+state of its Ray node, and the URLs. Where a worker's container and Ray
+disagree (Ray lists a stopped worker's node ALIVE until its health checks
+time out) a note says so. Exits 1 when services the lab plans have no
+container (an up that did not finish).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eng, err := a.connect(cmd.Context())
 			if err != nil {
@@ -25,24 +31,50 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			if a.json {
-				return printJSON(a.out, st)
+				if err := printJSON(a.out, st); err != nil {
+					return err
+				}
+				return st.MissingError()
 			}
-			if len(st.Services) == 0 {
+			if len(st.Services) == 0 && len(st.Missing) == 0 {
 				fmt.Fprintf(a.out, "Lab %q has no containers. Next: 'mltrain up'.\n", a.project)
+				for _, n := range st.Notes {
+					fmt.Fprintf(a.out, "Note: %s\n", n)
+				}
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVICE\tCONTAINER\tSTATE\tHEALTH\tGPU\tRAY")
-			for _, s := range st.Services {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, s.Container, s.State, dash(s.Health), dash(s.GPU), dash(s.RayState))
+			printStatus(a, st)
+			if err := st.MissingError(); err != nil {
+				return err
 			}
-			tw.Flush()
-			fmt.Fprintf(a.out, "\nRay: %s\n", st.Ray)
-			if u := st.URLs; u != nil {
-				fmt.Fprintf(a.out, "Ray dashboard %s · Jupyter %s · Grafana %s · MinIO console %s\n", u.RayDashboard, u.Jupyter, u.Grafana, u.MinIOConsole)
+			if len(st.Next) > 0 {
+				fmt.Fprintf(a.out, "Next: %s\n", strings.Join(st.Next, "; "))
 			}
 			return nil
 		},
+	}
+}
+
+func printStatus(a *app, st lab.Status) {
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tCONTAINER\tSTATE\tHEALTH\tGPU\tRAY")
+	for _, s := range st.Services {
+		ray := dash(s.RayState)
+		if s.RayStale {
+			ray += " (container down, Ray has not noticed yet)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, s.Container, s.State, dash(s.Health), dash(s.GPU), ray)
+	}
+	for _, m := range st.Missing {
+		fmt.Fprintf(tw, "%s\t-\tmissing\t-\t-\t-\n", m)
+	}
+	tw.Flush()
+	fmt.Fprintf(a.out, "\nRay: %s\n", st.Ray)
+	for _, n := range st.Notes {
+		fmt.Fprintf(a.out, "Note: %s\n", n)
+	}
+	if u := st.URLs; u != nil {
+		fmt.Fprintf(a.out, "Ray dashboard %s · Jupyter %s · Grafana %s · MinIO console %s\n", u.RayDashboard, u.Jupyter, u.Grafana, u.MinIOConsole)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestFaultOnRealEngine(t *testing.T) {
 	f.opts.Timeout = time.Minute
 	f.opts.CheckpointTimeout = 30 * time.Second
 	f.opts.Poll = 20 * time.Millisecond
-	faultScript(f, eng, w1.Name, trainIP, otherIP, "ray/RUN/checkpoint_2026-11-21_20-00-01.000001", true)
+	trainRun(f, eng, map[string]string{trainIP: w1.Name, otherIP: w0.Name}, trainIP, otherIP)
 
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)

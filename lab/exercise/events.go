@@ -15,18 +15,27 @@ const (
 )
 
 // Event is one MLTRAIN_EVENT line: a worker started (where, on which GPU),
-// resumed from a checkpoint, or finished an epoch.
+// finished an epoch, had a checkpoint registered with Ray Train, or resumed
+// from one (workspace/train.py's docstring is the contract).
 type Event struct {
-	Event      string             `json:"event"` // start, worker, resume, epoch
-	Time       float64            `json:"time"`  // Unix seconds, the worker's clock
-	Mode       string             `json:"mode,omitempty"`
-	Rank       int                `json:"rank"`
-	WorldSize  int                `json:"world_size,omitempty"`
-	NodeIP     string             `json:"node_ip,omitempty"`
-	NodeID     string             `json:"node_id,omitempty"`
-	Run        string             `json:"run,omitempty"`
-	Checkpoint string             `json:"checkpoint,omitempty"`
-	Epoch      int                `json:"epoch,omitempty"`
+	Event     string  `json:"event"` // start, worker, epoch, checkpoint, resume
+	Time      float64 `json:"time"`  // Unix seconds, the worker's clock
+	Mode      string  `json:"mode,omitempty"`
+	Rank      int     `json:"rank"`
+	WorldSize int     `json:"world_size,omitempty"`
+	NodeIP    string  `json:"node_ip,omitempty"`
+	NodeID    string  `json:"node_id,omitempty"`
+	Run       string  `json:"run,omitempty"`
+	// Checkpoint is the path Ray reports (checkpoint, resume): on the
+	// storage filesystem, "ray/<run>/checkpoint_epoch_000003"; Name its last
+	// part.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Epoch is the finished epoch (epoch, checkpoint) or the last one the
+	// resumed checkpoint holds (resume); nil when train.py could not tell.
+	Epoch *int `json:"epoch,omitempty"`
+	// Registered: Ray Train's controller confirmed it holds the checkpoint.
+	Registered bool               `json:"registered,omitempty"`
 	GPU        map[string]any     `json:"gpu,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 }
@@ -35,6 +44,14 @@ type Event struct {
 func (e Event) At() time.Time {
 	return time.Unix(0, int64(e.Time*float64(time.Second)))
 }
+
+// How a Tune trial ended (Trial.End), from Tune's own record.
+const (
+	EndMaxT      = "max_t"     // ran ASHA's max_t iterations
+	EndScheduler = "scheduler" // ASHA stopped it
+	EndScript    = "script"    // the training function returned on its own before max_t
+	EndError     = "error"
+)
 
 // Trial is one Tune trial in the result line.
 type Trial struct {
@@ -46,25 +63,32 @@ type Trial struct {
 	ValLoss            *float64 `json:"val_loss,omitempty"`
 	Error              string   `json:"error,omitempty"`
 	Checkpoint         string   `json:"checkpoint,omitempty"`
+	End                string   `json:"end,omitempty"`      // EndMaxT, EndScheduler, EndScript, EndError; "" from an older train.py
+	EndFrom            string   `json:"end_from,omitempty"` // where train.py read it: callback, progress_csv, inferred
 }
 
 // Result is the MLTRAIN_RESULT line train.py prints at the end.
 type Result struct {
-	Mode         string         `json:"mode"`
-	Run          string         `json:"run"`
-	OK           *bool          `json:"ok,omitempty"` // absent in plain mode: reaching the line is success
-	Error        string         `json:"error,omitempty"`
-	FitSeconds   float64        `json:"fit_seconds"`
-	Epochs       int            `json:"epochs,omitempty"`
-	Metrics      map[string]any `json:"metrics,omitempty"`
-	Test         map[string]any `json:"test,omitempty"`
-	Checkpoint   string         `json:"checkpoint,omitempty"`
-	Trials       []Trial        `json:"trials,omitempty"`
-	StoppedEarly int            `json:"stopped_early"`
-	Completed    int            `json:"completed"`
-	Errored      int            `json:"errored"`
-	MaxT         int            `json:"max_t,omitempty"`
-	Best         *Trial         `json:"best,omitempty"`
+	Mode       string         `json:"mode"`
+	Run        string         `json:"run"`
+	OK         *bool          `json:"ok,omitempty"` // absent in plain mode: reaching the line is success
+	Error      string         `json:"error,omitempty"`
+	FitSeconds float64        `json:"fit_seconds"`
+	Epochs     int            `json:"epochs,omitempty"`
+	Metrics    map[string]any `json:"metrics,omitempty"`
+	Test       map[string]any `json:"test,omitempty"`
+	Checkpoint string         `json:"checkpoint,omitempty"`
+	Trials     []Trial        `json:"trials,omitempty"`
+	// StoppedEarly is the older summary's count: equal to
+	// StoppedByScheduler from train.py's current copy, but every trial
+	// shorter than max_t (EarlyStopping's too) from an older one.
+	StoppedEarly       int    `json:"stopped_early"`
+	StoppedByScheduler *int   `json:"stopped_by_scheduler,omitempty"` // nil from an older train.py
+	EndedByScript      *int   `json:"ended_by_script,omitempty"`
+	Completed          int    `json:"completed"`
+	Errored            int    `json:"errored"`
+	MaxT               int    `json:"max_t,omitempty"`
+	Best               *Trial `json:"best,omitempty"`
 }
 
 // Succeeded reports whether the script said training went well.

@@ -3,25 +3,71 @@ package exercise
 import (
 	"context"
 	"fmt"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab"
 )
-
-// normCheckpoint turns Ray's checkpoint path ("ray/run/checkpoint_…" or
-// "s3://ray/run/checkpoint_…") into the bucket-relative path the store lists.
-func normCheckpoint(p, bucket string) string {
-	p = strings.TrimPrefix(p, "s3://")
-	p = strings.TrimPrefix(p, bucket+"/")
-	return strings.TrimRight(p, "/")
-}
 
 // stopTimeout is the worker's grace period, as `docker stop` would give it.
 const stopTimeout = 10 * time.Second
 
+// faultRun is one run of the fault exercise: train on one worker, wait until
+// Ray Train has registered a checkpoint, stop that worker's container, and
+// see Ray Train resume on the other worker from a registered checkpoint.
+type faultRun struct {
+	r      *runner
+	i      int // the job's index in the record
+	obs    *FaultObs
+	bucket string
+	prefix string          // the run's key prefix in the bucket
+	atStop map[string]bool // MinIO's listing when the worker was stopped
+}
+
 func runFault(ctx context.Context, r *runner) error {
+	if err := faultNeeds(r); err != nil {
+		return err
+	}
+	i, err := r.submit(ctx, jobSpec{args: faultArgs(r), runName: true})
+	if err != nil {
+		return err
+	}
+	id := r.rec.Jobs[i].SubmissionID
+	f := &faultRun{r: r, i: i, obs: &FaultObs{Run: id}, bucket: r.env.Bucket, prefix: id + "/"}
+	r.rec.Fault = f.obs
+	r.look(r.rec.Jobs[i].URL, r.dashboard("/#/cluster"))
+
+	cctx, cancel := context.WithTimeout(ctx, r.o.CheckpointTimeout)
+	defer cancel()
+	c, err := f.trainingWorker(cctx)
+	if err != nil {
+		return err
+	}
+	if err := f.registeredCheckpoint(cctx); err != nil {
+		return err
+	}
+	startAgain, err := f.stop(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer startAgain() // whatever happens next, the lab gets its worker back
+	resume, events, err := f.awaitResume(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	startAgain()
+	if err := f.judgeResume(ctx, resume, events); err != nil {
+		return err
+	}
+	if _, err := r.wait(ctx, i); err != nil {
+		return err
+	}
+	r.checkFinished(i)
+	return f.conclude(ctx)
+}
+
+func faultNeeds(r *runner) error {
 	if r.env.Engine == nil {
 		return clierr.Hintf("run 'mltrain lab fault' on the lab's host, where Docker is reachable",
 			"the fault exercise stops a worker container: it needs the Docker engine")
@@ -30,6 +76,10 @@ func runFault(ctx context.Context, r *runner) error {
 		return clierr.Hintf("pass --minio-endpoint and set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run 'mltrain up'",
 			"the fault exercise watches checkpoints in MinIO: no MinIO configured")
 	}
+	return nil
+}
+
+func faultArgs(r *runner) []string {
 	epochs := r.o.Epochs
 	if epochs == 0 && r.o.Quick {
 		epochs = 10 // enough quick epochs to stop the worker mid-run
@@ -44,21 +94,16 @@ func runFault(ctx context.Context, r *runner) error {
 	if epochs > 0 {
 		args = append(args, "--epochs", fmt.Sprint(epochs))
 	}
-	i, err := r.submit(ctx, jobSpec{args: args, runName: true})
-	if err != nil {
-		return err
-	}
-	id := r.rec.Jobs[i].SubmissionID
-	obs := &FaultObs{Run: id}
-	r.rec.Fault = obs
-	r.look(r.rec.Jobs[i].URL, r.dashboard("/#/cluster"))
+	return args
+}
 
-	cctx, cancel := context.WithTimeout(ctx, r.o.CheckpointTimeout)
-	defer cancel()
-	// 1. Which node trains? The worker says so in the log.
+// trainingWorker finds the container of the node rank 0 trains on (the
+// worker says where in its "worker" event).
+func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, error) {
+	r := f.r
 	r.say("waiting for the training worker to start")
 	var worker Event
-	err = r.poll(cctx, i, func(events []Event) (bool, error) {
+	err := r.poll(ctx, f.i, func(events []Event) (bool, error) {
 		for _, e := range EventsOf(events, "worker") {
 			if e.Rank == 0 && e.NodeIP != "" {
 				worker = e
@@ -68,114 +113,116 @@ func runFault(ctx context.Context, r *runner) error {
 		return false, nil
 	})
 	if err != nil {
-		return r.timeoutHint(err, cctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
+		return lab.WorkerContainer{}, r.timeoutHint(err, ctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
 	}
-	obs.TrainingNodeIP = worker.NodeIP
-	// 2. Which container is that node?
+	f.obs.TrainingNodeIP = worker.NodeIP
 	c, err := r.workerByIP(ctx, worker.NodeIP)
 	if err != nil {
-		return err
+		return c, err
+	}
+	// The driver must not share the node: stopping it would end the job.
+	// Ray runs it on the head when the entrypoint asks for no resources.
+	id := r.rec.Jobs[f.i].SubmissionID
+	if j, err := r.env.Ray.Job(ctx, id); err == nil && j.DriverNodeID != "" && j.DriverNodeID == worker.NodeID {
+		return c, clierr.Hintf("submit the run without entrypoint resources, so Ray runs its driver on the head",
+			"job %s's driver runs on %s (%s), the node that trains: stopping it would end the job, not show fault tolerance", id, c.Name, worker.NodeIP)
 	}
 	r.say("training runs on %s (%s)", c.Name, worker.NodeIP)
-	// 3. A checkpoint must exist before the failure, or there is nothing to resume.
-	prefix := id + "/"
-	var cps []store.Checkpoint
-	err = r.poll(cctx, i, func([]Event) (bool, error) {
-		var err error
-		cps, err = r.env.Store.ListCheckpoints(cctx, r.env.Bucket, prefix)
-		return len(cps) > 0, err
+	return c, nil
+}
+
+// registeredCheckpoint waits until Ray Train has registered a checkpoint of
+// the run (train.py's "checkpoint" event) and MinIO lists it. Objects in
+// MinIO alone prove nothing: Ray uploads a checkpoint before its controller
+// registers it, and a worker stopped in between makes Ray start over.
+func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
+	r := f.r
+	r.say("waiting for Ray Train to register a checkpoint")
+	err := r.poll(ctx, f.i, func(events []Event) (bool, error) {
+		cp, ok := stopPoint(events)
+		if !ok {
+			if n := len(EventsOf(events, "epoch")); n >= 3 && len(EventsOf(events, "checkpoint")) == 0 {
+				return false, clierr.Hintf("remove "+r.trainPy()+" to get the current copy (mltrain writes it again), then run 'mltrain lab fault' again",
+					"%d epochs ended and train.py printed no \"checkpoint\" event: %s is an older copy that does not say when Ray Train has registered a checkpoint, so no worker was stopped",
+					n, r.trainPy())
+			}
+			return false, nil
+		}
+		f.obs.LatestAtStop, f.obs.StopEpoch, f.obs.RegisteredAtStop = normCheckpoint(cp.Checkpoint, f.bucket), cp.Epoch, true
+		f.obs.Registered = registered(events, f.bucket)
+		listed, err := f.listed(ctx)
+		if err != nil {
+			return false, err
+		}
+		f.atStop = listed
+		return listed[f.obs.LatestAtStop], nil
 	})
 	if err != nil {
-		return r.timeoutHint(err, cctx, fmt.Sprintf("no checkpoint appeared in s3://%s/%s within %s", r.env.Bucket, prefix, r.o.CheckpointTimeout))
+		what := fmt.Sprintf("Ray Train registered no checkpoint of run %s within %s", f.obs.Run, r.o.CheckpointTimeout)
+		if f.obs.LatestAtStop != "" {
+			what = fmt.Sprintf("Ray Train registered %s, but MinIO did not list it under s3://%s/%s within %s",
+				f.obs.LatestAtStop, f.bucket, f.prefix, r.o.CheckpointTimeout)
+		}
+		return r.timeoutHint(err, ctx, what)
 	}
-	obs.LatestAtStop = cps[len(cps)-1].Path
-	// 4. Stop the worker, and whatever happens, start it again at the end.
-	r.say("checkpoint %s exists: stopping %s", obs.LatestAtStop, c.Name)
-	obs.StoppedAt = r.env.Now()
+	return nil
+}
+
+// stop stops the training worker; the func it returns starts it again (once).
+func (f *faultRun) stop(ctx context.Context, c lab.WorkerContainer) (func(), error) {
+	r := f.r
+	r.say("Ray Train registered checkpoint %s: stopping %s", f.obs.LatestAtStop, c.Name)
+	f.obs.StoppedAt = r.env.Now()
 	if err := r.env.Engine.ContainerStop(ctx, c.ID, stopTimeout); err != nil {
-		return fmt.Errorf("stop worker container %s: %w", c.Name, err)
+		return func() {}, fmt.Errorf("stop worker container %s: %w", c.Name, err)
 	}
-	obs.StoppedContainer = c.Name
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := r.env.Engine.ContainerStart(sctx, c.ID); err != nil {
-			obs.RestartError = err.Error()
-			r.problem("could not start %s again: %v (run 'mltrain worker start')", c.Name, err)
-			return
-		}
-		d, err := r.env.Engine.ContainerInspect(sctx, c.ID)
-		obs.Restarted = err == nil && d.Running
-		if obs.Restarted {
-			r.say("started %s again", c.Name)
-		}
-	}()
-	// 5. Ray should restart training elsewhere from the checkpoint.
+	f.obs.StoppedContainer = c.Name
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := r.env.Engine.ContainerStart(sctx, c.ID); err != nil {
+				f.obs.RestartError = err.Error()
+				r.problem("could not start %s again: %v (run 'mltrain worker start')", c.Name, err)
+				return
+			}
+			d, err := r.env.Engine.ContainerInspect(sctx, c.ID)
+			f.obs.Restarted = err == nil && d.Running
+			if f.obs.Restarted {
+				r.say("started %s again", c.Name)
+			}
+		})
+	}, nil
+}
+
+// awaitResume waits for a restarted worker's "resume" event; it returns the
+// event and the log's events at that moment.
+func (f *faultRun) awaitResume(ctx context.Context, stopped string) (Event, []Event, error) {
+	r := f.r
 	r.say("waiting for Ray Train to resume from a checkpoint")
 	var resume Event
+	var seen []Event
 	var seenAt time.Time
-	rctx, rcancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer rcancel()
-	err = r.poll(rctx, i, func(events []Event) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	err := r.poll(rctx, f.i, func(events []Event) (bool, error) {
 		for _, e := range EventsOf(events, "resume") {
-			if !e.At().Before(obs.StoppedAt.Add(-2 * time.Second)) {
-				resume, seenAt = e, r.env.Now()
+			if !e.At().Before(f.obs.StoppedAt.Add(-2 * time.Second)) {
+				resume, seen, seenAt = e, events, r.env.Now()
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		return r.timeoutHint(err, rctx, "training did not resume from a checkpoint after "+c.Name+" was stopped")
-	}
-	obs.ResumedFrom = normCheckpoint(resume.Checkpoint, r.env.Bucket)
-	obs.ResumedOnNodeIP = resume.NodeIP
-	if rc, err := r.workerByIP(ctx, resume.NodeIP); err == nil {
-		obs.ResumedContainer = rc.Name
+		return resume, nil, r.timeoutHint(err, rctx, "training did not resume from a checkpoint after "+stopped+" was stopped")
 	}
 	// The worker's own timestamp is the precise one; if clocks disagree,
 	// fall back to when the log line was seen.
-	obs.RecoverySeconds = resume.At().Sub(obs.StoppedAt).Seconds()
-	if obs.RecoverySeconds < 0 {
-		obs.RecoverySeconds = seenAt.Sub(obs.StoppedAt).Seconds()
+	f.obs.RecoverySeconds = resume.At().Sub(f.obs.StoppedAt).Seconds()
+	if f.obs.RecoverySeconds < 0 {
+		f.obs.RecoverySeconds = seenAt.Sub(f.obs.StoppedAt).Seconds()
 	}
-	r.say("resumed on %s from %s after %.0fs", resume.NodeIP, obs.ResumedFrom, obs.RecoverySeconds)
-	// 6. The job must finish.
-	if _, err := r.wait(ctx, i); err != nil {
-		return err
-	}
-	r.checkFinished(i)
-	// 7. The checkpoint it resumed from must be one MinIO holds.
-	after, err := r.env.Store.ListCheckpoints(ctx, r.env.Bucket, prefix)
-	if err != nil {
-		return err
-	}
-	for _, cp := range after {
-		obs.Checkpoints = append(obs.Checkpoints, cp.Path)
-		if cp.Path == obs.ResumedFrom {
-			obs.CheckpointInMinIO = true
-		}
-	}
-	// A checkpoint may land between the listing and the stop; resuming from
-	// it is still resuming from the latest.
-	obs.ResumedFromLatest = obs.ResumedFrom >= obs.LatestAtStop
-	r.number("seconds from stop to resumed training", obs.RecoverySeconds, "s")
-	r.number("checkpoints in MinIO", float64(len(obs.Checkpoints)), "")
-	r.number("job duration", r.rec.Jobs[i].Seconds, "s")
-	if !obs.CheckpointInMinIO {
-		r.problem("training resumed from %q, which is not among the run's checkpoints in MinIO (%s)", obs.ResumedFrom, strings.Join(obs.Checkpoints, ", "))
-	}
-	if obs.ResumedOnNodeIP == obs.TrainingNodeIP {
-		r.problem("training resumed on the stopped node %s", obs.TrainingNodeIP)
-	}
-	resumedOn := obs.ResumedContainer
-	if resumedOn == "" {
-		resumedOn = obs.ResumedOnNodeIP
-	}
-	r.rec.Observed = fmt.Sprintf("stopped %s at checkpoint %s; training resumed on %s from %s after %.0fs; job %s",
-		obs.StoppedContainer, obs.LatestAtStop, resumedOn, obs.ResumedFrom, obs.RecoverySeconds, r.rec.Jobs[i].Status)
-	if len(r.rec.Problems) > 0 {
-		return r.notObserved()
-	}
-	return nil
+	return resume, seen, nil
 }

@@ -80,28 +80,52 @@ type FractionalObs struct {
 	SharedNode      string              `json:"shared_node,omitempty"`
 }
 
-// FaultObs is what the fault exercise saw.
+// FaultObs is what the fault exercise saw. Checkpoints are bucket-relative
+// paths, "<run>/checkpoint_epoch_000003".
 type FaultObs struct {
-	Run               string    `json:"run"`
-	TrainingNodeIP    string    `json:"training_node_ip"`
-	StoppedContainer  string    `json:"stopped_container"`
-	StoppedAt         time.Time `json:"stopped_at"`
-	LatestAtStop      string    `json:"latest_checkpoint_at_stop"`
-	ResumedFrom       string    `json:"resumed_from"`
-	ResumedOnNodeIP   string    `json:"resumed_on_node_ip"`
-	ResumedContainer  string    `json:"resumed_container,omitempty"`
-	RecoverySeconds   float64   `json:"recovery_seconds"`
-	CheckpointInMinIO bool      `json:"checkpoint_in_minio"`
-	ResumedFromLatest bool      `json:"resumed_from_latest"`
-	Checkpoints       []string  `json:"checkpoints"`
-	Restarted         bool      `json:"worker_restarted"`
-	RestartError      string    `json:"restart_error,omitempty"`
+	Run              string    `json:"run"`
+	TrainingNodeIP   string    `json:"training_node_ip"`
+	StoppedContainer string    `json:"stopped_container"`
+	StoppedAt        time.Time `json:"stopped_at"`
+	// Registered are the checkpoints train.py reported registered with Ray
+	// Train before the resume, oldest first; LatestAtStop is the newest
+	// of them when the worker was stopped (RegisteredAtStop: it was).
+	Registered       []string `json:"registered_checkpoints,omitempty"`
+	LatestAtStop     string   `json:"latest_checkpoint_at_stop"`
+	StopEpoch        *int     `json:"stop_epoch,omitempty"`
+	RegisteredAtStop bool     `json:"registered_at_stop"`
+	ResumedFrom      string   `json:"resumed_from"`
+	ResumedEpoch     *int     `json:"resumed_epoch,omitempty"` // the last epoch the resumed checkpoint holds
+	ResumedOnNodeIP  string   `json:"resumed_on_node_ip"`
+	ResumedContainer string   `json:"resumed_container,omitempty"`
+	RecoverySeconds  float64  `json:"recovery_seconds"`
+	// ResumedFromReported: the resumed checkpoint is one train.py reported
+	// registered; ResumedFromLatest: it is LatestAtStop or newer.
+	ResumedFromReported bool `json:"resumed_from_reported"`
+	ResumedFromLatest   bool `json:"resumed_from_latest"`
+	// CheckpointInMinIO: MinIO listed the resumed checkpoint at the stop or
+	// when training resumed. Checkpoints is MinIO's listing at the end of
+	// the job, after retention (train.py keeps the newest 2 by default), so
+	// it need not hold the resumed one.
+	CheckpointInMinIO bool     `json:"checkpoint_in_minio"`
+	Checkpoints       []string `json:"checkpoints"`
+	Restarted         bool     `json:"worker_restarted"`
+	RestartError      string   `json:"restart_error,omitempty"`
 }
 
-// TuneObs is what the tune exercise saw.
+// TuneObs is what the tune exercise saw: how many trials ASHA stopped, ran
+// to max_t, ended on their own (the training function returned before
+// max_t) or errored.
 type TuneObs struct {
-	Samples      int     `json:"samples"`
-	MaxT         int     `json:"max_t"`
+	Samples int `json:"samples"`
+	MaxT    int `json:"max_t"`
+	// EndsKnown: train.py told how each trial ended. Without it (an older
+	// train.py, or a record of an older mltrain) the counts below cannot
+	// tell ASHA's stops from trials that ended on their own.
+	EndsKnown          bool `json:"ends_known"`
+	StoppedByScheduler int  `json:"stopped_by_scheduler"`
+	EndedByScript      int  `json:"ended_by_script"`
+	// StoppedEarly is StoppedByScheduler, under its older name.
 	StoppedEarly int     `json:"stopped_early"`
 	Completed    int     `json:"completed"`
 	Errored      int     `json:"errored"`

@@ -24,6 +24,7 @@ type runner struct {
 	o       Options
 	rec     Record
 	runtime map[string]any // prepared once: the package is uploaded once
+	dir     string         // the workspace submitted
 	seq     int
 	events  map[int][]Event // per job index, from the last log read
 }
@@ -66,7 +67,8 @@ func (r *runner) start(ctx context.Context) error {
 			progress.Note(r.env.Reporter, fmt.Sprintf("wrote the lab workspace to %s (%s)", dir, strings.Join(written, ", ")))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "train.py")); err != nil {
+	r.dir = dir
+	if _, err := os.Stat(r.trainPy()); err != nil {
 		return clierr.WithHint(fmt.Errorf("workspace %s has no train.py: %w", dir, err),
 			"pass --workspace with the lab's workspace, or remove the directory to get a fresh copy")
 	}
@@ -102,6 +104,9 @@ func (r *runner) start(ctx context.Context) error {
 	r.runtime = prep.RuntimeEnv
 	return nil
 }
+
+// trainPy is the script the jobs run, for messages.
+func (r *runner) trainPy() string { return filepath.Join(r.dir, "train.py") }
 
 // jobSpec is one submission.
 type jobSpec struct {

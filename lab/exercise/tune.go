@@ -17,12 +17,15 @@ func runTune(ctx context.Context, r *runner) error {
 	if res == nil {
 		return r.notObserved()
 	}
-	obs := &TuneObs{Samples: len(res.Trials), MaxT: res.MaxT, StoppedEarly: res.StoppedEarly,
-		Completed: res.Completed, Errored: res.Errored, Best: res.Best, Trials: res.Trials}
+	obs := tuneObs(res)
 	r.rec.Tune = obs
 	r.number("trials", float64(obs.Samples), "")
-	r.number("stopped early by ASHA", float64(obs.StoppedEarly), "")
+	if obs.EndsKnown {
+		r.number("stopped by ASHA", float64(obs.StoppedByScheduler), "")
+		r.number("ended by the script", float64(obs.EndedByScript), "")
+	}
 	r.number("ran to max_t", float64(obs.Completed), "")
+	r.number("errored", float64(obs.Errored), "")
 	r.number("job duration", jr.Seconds, "s")
 	if obs.Best != nil && obs.Best.ValAccuracy != nil {
 		r.number("best val accuracy", *obs.Best.ValAccuracy*100, "%")
@@ -30,11 +33,18 @@ func runTune(ctx context.Context, r *runner) error {
 	if obs.Samples != r.o.NumSamples {
 		r.problem("%d trials reported, %d asked for", obs.Samples, r.o.NumSamples)
 	}
-	if obs.StoppedEarly == 0 {
-		r.problem("ASHA stopped no trial early (%d trials, max_t %d)", obs.Samples, obs.MaxT)
+	switch {
+	case !obs.EndsKnown:
+		// An older train.py counted every trial shorter than max_t as
+		// "stopped early", those Lightning's EarlyStopping ended included.
+		r.problem("cannot tell which trials ASHA stopped: the workspace's train.py is an older copy that does not say how each trial ended "+
+			"(its stopped_early, %d, also counts trials that ended on their own); remove %s to get the current one, then run 'mltrain lab tune' again",
+			res.StoppedEarly, r.trainPy())
+	case obs.StoppedByScheduler == 0:
+		r.problem("ASHA stopped no trial (%s)", tuneCounts(obs))
 	}
 	if obs.Completed == 0 {
-		r.problem("no trial ran to max_t %d", obs.MaxT)
+		r.problem("no trial ran to max_t %d (%s)", obs.MaxT, tuneCounts(obs))
 	}
 	if obs.Best == nil {
 		r.problem("no best configuration reported")
@@ -46,12 +56,53 @@ func runTune(ctx context.Context, r *runner) error {
 			best += fmt.Sprintf(", val accuracy %.1f%%", *b.ValAccuracy*100)
 		}
 	}
-	r.rec.Observed = fmt.Sprintf("%d trials: %d stopped early by ASHA, %d ran to max_t %d, %d errored; best: %s",
-		obs.Samples, obs.StoppedEarly, obs.Completed, obs.MaxT, obs.Errored, best)
+	r.rec.Observed = fmt.Sprintf("%d trials: %s; best: %s", obs.Samples, tuneCounts(obs), best)
 	if len(r.rec.Problems) > 0 {
 		return r.notObserved()
 	}
 	return nil
+}
+
+// tuneObs reads the trials' ends: from each trial when train.py gave them
+// (the source of truth), else from its summary counts, else not at all.
+func tuneObs(res *Result) *TuneObs {
+	obs := &TuneObs{Samples: len(res.Trials), MaxT: res.MaxT, Completed: res.Completed, Errored: res.Errored,
+		Best: res.Best, Trials: res.Trials}
+	every := len(res.Trials) > 0
+	for _, t := range res.Trials {
+		every = every && t.End != ""
+	}
+	switch {
+	case every:
+		obs.EndsKnown = true
+		obs.Completed, obs.Errored = 0, 0
+		for _, t := range res.Trials {
+			switch t.End {
+			case EndMaxT:
+				obs.Completed++
+			case EndScheduler:
+				obs.StoppedByScheduler++
+			case EndScript:
+				obs.EndedByScript++
+			case EndError:
+				obs.Errored++
+			}
+		}
+	case res.StoppedByScheduler != nil && res.EndedByScript != nil:
+		obs.EndsKnown = true
+		obs.StoppedByScheduler, obs.EndedByScript = *res.StoppedByScheduler, *res.EndedByScript
+	}
+	obs.StoppedEarly = obs.StoppedByScheduler
+	return obs
+}
+
+func tuneCounts(obs *TuneObs) string {
+	if !obs.EndsKnown {
+		return fmt.Sprintf("%d ran to max_t %d, %d ended earlier (by ASHA or on their own: train.py did not say), %d errored",
+			obs.Completed, obs.MaxT, obs.Samples-obs.Completed-obs.Errored, obs.Errored)
+	}
+	return fmt.Sprintf("%d stopped by ASHA, %d ran to max_t %d, %d ended by the script before max_t, %d errored",
+		obs.StoppedByScheduler, obs.Completed, obs.MaxT, obs.EndedByScript, obs.Errored)
 }
 
 func deref(p *float64) float64 {

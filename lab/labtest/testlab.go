@@ -89,7 +89,8 @@ func BuildImages(t testing.TB, eng docker.Engine) Images {
 	}
 	_, self, _, _ := runtime.Caller(0)
 	standin := compile(t, filepath.Join(filepath.Dir(self), "testdata", "standin"))
-	tools := []string{"/usr/local/bin/ray", "/usr/bin/wget", "/usr/bin/curl", "/usr/bin/mc"}
+	// The healthcheck tools the real images ship, answered by the stand-in.
+	tools := []string{"/usr/local/bin/ray", "/usr/bin/wget", "/usr/bin/curl", "/usr/bin/mc", "/usr/bin/python", "/usr/bin/python3"}
 	imgs := Images{}
 	for _, role := range []string{"ray", "grafana", "prometheus", "jupyter"} {
 		tag := "mltrain-test/standin-" + role + ":dev"

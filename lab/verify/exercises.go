@@ -18,8 +18,8 @@ var exerciseTitles = map[string]string{
 	"infeasible": "a 2-GPU job stayed PENDING with its demand listed",
 	"multi":      "a 2-worker Ray Train job SUCCEEDED on both workers",
 	"fractional": "three 0.5-GPU jobs trained at the same time",
-	"fault":      "training resumed from a MinIO checkpoint after a worker stop",
-	"tune":       "a Tune run with trials ASHA stopped early",
+	"fault":      "training resumed from a registered MinIO checkpoint after a worker stop",
+	"tune":       "a Tune run in which ASHA stopped trials early and others ran to max_t",
 }
 
 func exerciseSpecs() []spec {
@@ -215,8 +215,19 @@ func checkFault(ctx context.Context, e *env, rec exercise.Record) outcome {
 	switch {
 	case obs.StoppedContainer == "":
 		return fail(labFix(rec.Exercise), "no worker was stopped during job %s", jr.SubmissionID)
+	case !obs.RegisteredAtStop:
+		// Ray may start over when the worker stops before its controller
+		// registered a checkpoint (a record of an older mltrain, too).
+		return fail(labFix(rec.Exercise), "%s was stopped before Ray Train had registered a checkpoint of job %s: the record cannot show a resume from it",
+			obs.StoppedContainer, jr.SubmissionID)
 	case obs.ResumedFrom == "":
 		return fail(labFix(rec.Exercise), "job %s did not resume from a checkpoint after %s was stopped", jr.SubmissionID, obs.StoppedContainer)
+	case !obs.ResumedFromReported:
+		return fail(labFix(rec.Exercise), "training resumed from %s, not one Ray Train had reported registered (%s)", obs.ResumedFrom, orNone(obs.Registered))
+	case !obs.ResumedFromLatest:
+		return fail(labFix(rec.Exercise), "training resumed from %s, older than %s, which Ray Train had registered before the stop", obs.ResumedFrom, obs.LatestAtStop)
+	case !obs.CheckpointInMinIO:
+		return fail(labFix(rec.Exercise), "training resumed from %s, but MinIO did not list it when training resumed", obs.ResumedFrom)
 	case obs.ResumedOnNodeIP != "" && obs.ResumedOnNodeIP == obs.TrainingNodeIP:
 		return fail(labFix(rec.Exercise), "training resumed on the stopped node %s", obs.TrainingNodeIP)
 	}
@@ -241,20 +252,25 @@ func checkFault(ctx context.Context, e *env, rec exercise.Record) outcome {
 	if err != nil {
 		return failErr(err, "mltrain status")
 	}
+	// The resumed checkpoint was in MinIO when training resumed (the
+	// record); train.py's retention (the newest 2) may have deleted it since.
+	if len(cps) == 0 {
+		return fail(labFix(rec.Exercise), "MinIO holds no checkpoint of run %s now (s3://%s/%s/): the run's checkpoints were deleted", run, store.DefaultBucket, run)
+	}
+	now := "still there"
 	found := false
 	for _, cp := range cps {
 		found = found || cp.Path == obs.ResumedFrom
 	}
 	if !found {
-		return fail(labFix(rec.Exercise), "training resumed from %s, but MinIO holds no such checkpoint now (%d checkpoints under s3://%s/%s/)",
-			obs.ResumedFrom, len(cps), store.DefaultBucket, run)
+		now = "retention has deleted it since"
 	}
 	resumedOn := obs.ResumedContainer
 	if resumedOn == "" {
 		resumedOn = obs.ResumedOnNodeIP
 	}
-	return pass("stopped %s; training resumed on %s from s3://%s/%s after %.0fs (MinIO holds it, %d checkpoints in the run); Ray has job %s SUCCEEDED",
-		obs.StoppedContainer, resumedOn, store.DefaultBucket, obs.ResumedFrom, obs.RecoverySeconds, len(cps), jr.SubmissionID)
+	return pass("stopped %s; training resumed on %s from s3://%s/%s, registered before the stop; MinIO held it then (%s; %d checkpoints of the run now), after %.0fs; Ray has job %s SUCCEEDED",
+		obs.StoppedContainer, resumedOn, store.DefaultBucket, obs.ResumedFrom, now, len(cps), obs.RecoverySeconds, jr.SubmissionID)
 }
 
 func checkTune(_ context.Context, e *env, rec exercise.Record) outcome {
@@ -263,15 +279,22 @@ func checkTune(_ context.Context, e *env, rec exercise.Record) outcome {
 	if obs == nil || !ok {
 		return fail(labFix(rec.Exercise), "exercise tune's record has no observation (recorded by an older mltrain?)")
 	}
-	if obs.StoppedEarly == 0 {
-		return fail(labFix(rec.Exercise), "ASHA stopped none of the %d trials early", obs.Samples)
+	if !obs.EndsKnown {
+		// Older records counted every trial shorter than max_t, those
+		// Lightning's EarlyStopping ended included.
+		return fail(labFix(rec.Exercise), "the record cannot tell which of the %d shorter trials ASHA stopped (recorded by an older mltrain or train.py)",
+			obs.Samples-obs.Completed-obs.Errored)
+	}
+	counts := fmt.Sprintf("%d stopped by ASHA, %d ran to max_t %d, %d ended by the script before max_t, %d errored",
+		obs.StoppedByScheduler, obs.Completed, obs.MaxT, obs.EndedByScript, obs.Errored)
+	if obs.StoppedByScheduler == 0 {
+		return fail(labFix(rec.Exercise), "ASHA stopped none of the %d trials (%s)", obs.Samples, counts)
 	}
 	if obs.Completed == 0 {
-		return fail(labFix(rec.Exercise), "no trial ran to max_t %d", obs.MaxT)
+		return fail(labFix(rec.Exercise), "no trial ran to max_t %d (%s)", obs.MaxT, counts)
 	}
 	if _, o := succeeded(e, rec.Exercise, jr); o != nil {
 		return *o
 	}
-	return pass("%d trials: %d stopped early by ASHA, %d ran to max_t %d; Ray has job %s SUCCEEDED",
-		obs.Samples, obs.StoppedEarly, obs.Completed, obs.MaxT, jr.SubmissionID)
+	return pass("%d trials: %s; Ray has job %s SUCCEEDED", obs.Samples, counts, jr.SubmissionID)
 }

@@ -158,7 +158,10 @@ func newFixture(t *testing.T) *fixture {
 
 	f.s3 = storetest.New(t)
 	f.s3.MakeBucket("ray")
-	f.s3.Put("ray", "fault-run/checkpoint_000001/model.pt", 10, time.Now())
+	// The fault run's checkpoints after retention (train.py keeps the newest
+	// 2): the one training resumed from (epoch 1) is gone.
+	f.s3.Put("ray", "fault-run/checkpoint_epoch_000008/checkpoint.ckpt", 10, time.Now())
+	f.s3.Put("ray", "fault-run/checkpoint_epoch_000009/checkpoint.ckpt", 10, time.Now())
 
 	stateDir := lab.StateDir(t.TempDir())
 	prov := stateDir.File(lab.GrafanaDashboards)
@@ -237,10 +240,12 @@ func records() (map[string]exercise.Record, []ray.Job) {
 				JobsByNode: map[string][]string{"ray-worker-0": {"frac-1", "frac-3"}, "ray-worker-1": {"frac-2"}}, SharedNode: "ray-worker-0"}},
 		"fault": {Exercise: "fault", OK: true, Jobs: []exercise.JobRun{jr("fault-run")},
 			Fault: &exercise.FaultObs{Run: "fault-run", TrainingNodeIP: w0IP, StoppedContainer: "ray-worker-0",
-				LatestAtStop: "fault-run/checkpoint_000001", ResumedFrom: "fault-run/checkpoint_000001", ResumedOnNodeIP: w1IP,
+				Registered:   []string{"fault-run/checkpoint_epoch_000000", "fault-run/checkpoint_epoch_000001"},
+				LatestAtStop: "fault-run/checkpoint_epoch_000001", RegisteredAtStop: true,
+				ResumedFrom: "fault-run/checkpoint_epoch_000001", ResumedOnNodeIP: w1IP, ResumedFromReported: true, ResumedFromLatest: true,
 				ResumedContainer: "ray-worker-1", RecoverySeconds: 21, CheckpointInMinIO: true, Restarted: true}},
 		"tune": {Exercise: "tune", OK: true, Jobs: []exercise.JobRun{jr("tune-1")},
-			Tune: &exercise.TuneObs{Samples: 8, MaxT: 4, StoppedEarly: 5, Completed: 3}},
+			Tune: &exercise.TuneObs{Samples: 8, MaxT: 4, EndsKnown: true, StoppedByScheduler: 3, EndedByScript: 2, StoppedEarly: 3, Completed: 3}},
 	}
 	jobs := []ray.Job{
 		job("sub-1", ray.Succeeded, t0, 40),

@@ -181,28 +181,26 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// workerIPs maps worker container IPs to their service names.
-func workerIPs(p lab.Plan, cs map[string]docker.ContainerDetails) map[string]string {
-	out := map[string]string{}
-	for _, w := range p.Workers {
-		if d, ok := cs[w.Service]; ok {
-			for _, ip := range d.Networks {
-				if ip != "" {
-					out[ip] = w.Service
-				}
-			}
-		}
-	}
-	return out
-}
-
 func checkRayGPUs(ctx context.Context, e *env) outcome {
 	nodes, err := e.nodes()
 	if err != nil {
 		return failErr(err, "mltrain status")
 	}
 	cs, _ := e.containers() // names only: best effort
-	names := workerIPs(e.plan, cs)
+	pairs, _ := e.workerNodes(cs, nodes)
+	names := map[string]string{} // running workers' addresses
+	stale := map[string]bool{}   // nodes of stopped workers Ray still lists ALIVE
+	var skipped []string
+	for _, w := range e.plan.Workers {
+		p, ok := pairs[w.Service]
+		switch {
+		case ok && p.Running && p.IP != "":
+			names[p.IP] = w.Service
+		case ok && p.Stale:
+			stale[p.NodeIP] = true
+			skipped = append(skipped, fmt.Sprintf("%s's node (container %s; Ray has not marked it DEAD yet)", w.Service, p.State))
+		}
+	}
 	var problems, evidence []string
 	workers := 0
 	for _, n := range nodes {
@@ -217,10 +215,15 @@ func checkRayGPUs(ctx context.Context, e *env) outcome {
 			}
 			continue
 		}
+		if stale[n.NodeIP] {
+			continue // listed until Ray's health checks give up on it
+		}
+		name, ok := names[n.NodeIP]
 		workers++
-		name := n.NodeIP
-		if s, ok := names[n.NodeIP]; ok {
-			name = s + " (" + n.NodeIP + ")"
+		if ok {
+			name += " (" + n.NodeIP + ")"
+		} else {
+			name = n.NodeIP
 		}
 		if n.GPUs() != 1 {
 			problems = append(problems, fmt.Sprintf("worker node %s advertises %g GPU, not 1", name, n.GPUs()))
@@ -234,5 +237,9 @@ func checkRayGPUs(ctx context.Context, e *env) outcome {
 	if workers == 0 {
 		return fail("mltrain status; start the workers with 'mltrain up'", "Ray lists no alive worker node")
 	}
-	return pass("GPU per alive node: %s", strings.Join(evidence, ", "))
+	out := "GPU per alive node: " + strings.Join(evidence, ", ")
+	if len(skipped) > 0 {
+		out += "; not counted: " + strings.Join(skipped, ", ")
+	}
+	return pass("%s", out)
 }

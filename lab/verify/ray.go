@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -62,77 +65,82 @@ func (e *env) rayToken() http.Header {
 	return http.Header{"Authorization": {"Bearer " + e.d.Creds.RayAuthToken}}
 }
 
+// workerNodes pairs the plan's worker containers with Ray's nodes
+// (lab.MatchWorkerNodes): a stopped worker's node that Ray still lists
+// ALIVE is its own, not a healthy worker.
+func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Node) (map[string]lab.WorkerNode, []ray.Node) {
+	ws := map[string]lab.WorkerContainer{}
+	for _, w := range e.plan.Workers {
+		if d, ok := cs[w.Service]; ok {
+			ws[w.Service] = lab.WorkerContainer{Index: w.Index, Project: e.d.State.Project, ContainerDetails: d}
+		}
+	}
+	pairs, unpaired := lab.MatchWorkerNodes(ws, nodes)
+	out := map[string]lab.WorkerNode{}
+	for _, p := range pairs {
+		out[p.Service] = p
+	}
+	return out, unpaired
+}
+
 func checkNodes(ctx context.Context, e *env) outcome {
 	nodes, err := e.nodes()
 	if err != nil {
 		return failErr(err, "mltrain status")
 	}
-	cs, _ := e.containers() // names and states only: best effort
-	names := workerIPs(e.plan, cs)
-	heads, workers := 0, 0
-	aliveIP := map[string]bool{}
+	cs, err := e.containers()
+	if err != nil {
+		return failErr(fmt.Errorf("cannot put Ray's nodes beside the containers: %w", err), "mltrain doctor")
+	}
+	pairs, unpaired := e.workerNodes(cs, nodes)
+	heads, dead := 0, 0
 	var alive []string
-	dead := 0
 	for _, n := range nodes {
-		if !n.Alive() {
+		switch {
+		case !n.Alive():
 			dead++
-			continue
-		}
-		aliveIP[n.NodeIP] = true
-		if n.IsHeadNode {
+		case n.IsHeadNode:
 			heads++
 			alive = append(alive, "head "+n.NodeIP)
-			continue
-		}
-		workers++
-		if s, ok := names[n.NodeIP]; ok {
-			alive = append(alive, s+" "+n.NodeIP)
-		} else {
-			alive = append(alive, "worker "+n.NodeIP)
 		}
 	}
+	var problems, fixes []string
+	for _, w := range e.plan.Workers {
+		p, ok := pairs[w.Service]
+		switch {
+		case !ok:
+			problems = append(problems, w.Service+": no container")
+			fixes = appendOnce(fixes, "mltrain up")
+		case p.Stale:
+			problems = append(problems, lab.StaleNote(p, time.Now()))
+			fixes = appendOnce(fixes, fmt.Sprintf("mltrain worker start %d", w.Index))
+		case !p.Running:
+			problems = append(problems, fmt.Sprintf("%s: container %s; Ray lists no ALIVE node for it", w.Service, p.State))
+			fixes = appendOnce(fixes, fmt.Sprintf("mltrain worker start %d", w.Index))
+		case p.RayState != "ALIVE":
+			problems = append(problems, fmt.Sprintf("%s: running, but Ray lists no ALIVE node at its address %s", w.Service, p.IP))
+			fixes = appendOnce(fixes, "mltrain logs "+w.Service)
+		default:
+			alive = append(alive, w.Service+" "+p.IP)
+		}
+	}
+	for _, n := range unpaired {
+		problems = append(problems, fmt.Sprintf("Ray lists an ALIVE worker node at %s that no worker container of this lab has", n.NodeIP))
+		fixes = appendOnce(fixes, "mltrain status")
+	}
+	if heads != 1 {
+		problems = append(problems, fmt.Sprintf("%d ALIVE head node(s), expected 1", heads))
+		fixes = appendOnce(fixes, "mltrain logs ray-head")
+	}
 	sort.Strings(alive)
-	want := len(e.plan.Workers)
-	evidence := fmt.Sprintf("%d head + %d worker node(s) ALIVE (%s)", heads, workers, strings.Join(alive, ", "))
+	evidence := fmt.Sprintf("%d head + %d worker node(s) ALIVE with their containers running (%s)", heads, len(alive)-heads, strings.Join(alive, ", "))
 	if dead > 0 {
 		evidence += fmt.Sprintf("; %d DEAD (earlier nodes Ray keeps listing)", dead)
 	}
-	if heads == 1 && workers == want {
-		return pass("%s; %d planned", evidence, want)
+	if len(problems) == 0 {
+		return pass("%s; %d planned", evidence, len(e.plan.Workers))
 	}
-	// Name the workers with no ALIVE node, and how to bring each back.
-	var missing, fixes []string
-	for _, w := range e.plan.Workers {
-		d, ok := cs[w.Service]
-		switch {
-		case !ok:
-			missing = append(missing, w.Service+" (no container)")
-			fixes = appendOnce(fixes, "mltrain up")
-		case !d.Running:
-			missing = append(missing, w.Service+" ("+d.State+")")
-			fixes = appendOnce(fixes, fmt.Sprintf("mltrain worker start %d", w.Index))
-		default:
-			found := false
-			for _, ip := range d.Networks {
-				found = found || aliveIP[ip]
-			}
-			if !found {
-				missing = append(missing, w.Service+" (running, not in Ray)")
-				fixes = appendOnce(fixes, "mltrain logs "+w.Service)
-			}
-		}
-	}
-	if heads != 1 {
-		fixes = appendOnce(fixes, "mltrain logs ray-head")
-	}
-	if len(fixes) == 0 {
-		fixes = []string{"mltrain status"}
-	}
-	msg := fmt.Sprintf("%s; expected 1 head + %d workers", evidence, want)
-	if len(missing) > 0 {
-		msg += "; no ALIVE node for " + strings.Join(missing, ", ")
-	}
-	return fail(strings.Join(fixes, "; "), "%s", msg)
+	return fail(strings.Join(fixes, "; "), "%s; expected 1 head + %d workers: %s", evidence, len(e.plan.Workers), strings.Join(problems, "; "))
 }
 
 func appendOnce(s []string, v string) []string {

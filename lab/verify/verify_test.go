@@ -49,7 +49,7 @@ func TestEveryCheckPassesOnAGoodLab(t *testing.T) {
 	assert.Contains(t, find(t, r, "minio.credentials").Evidence, "minioadmin/minioadmin refused (InvalidAccessKeyId)")
 	assert.Contains(t, find(t, r, "data.food11").Evidence, "16643 images")
 	assert.Contains(t, find(t, r, "metrics.ray").Evidence, `default dashboard "rayDefaultDashboard" is in Grafana`)
-	assert.Contains(t, find(t, r, "exercises.fault").Evidence, "resumed on ray-worker-1 from s3://ray/fault-run/checkpoint_000001")
+	assert.Contains(t, find(t, r, "exercises.fault").Evidence, "resumed on ray-worker-1 from s3://ray/fault-run/checkpoint_epoch_000001")
 }
 
 func find(t *testing.T, r Report, id string) Check {
@@ -250,9 +250,21 @@ func TestGPUChecks(t *testing.T) {
 		{name: "no alive worker", id: "gpu.ray", break_: func(f *fixture) {
 			f.ray.nodes = f.ray.nodes[:1]
 		}, evidence: "no alive worker node"},
+		{name: "a stopped worker's node is not counted", id: "gpu.ray", status: Pass, break_: stopWorker1,
+			evidence: "not counted: ray-worker-1's node (container exited; Ray has not marked it DEAD yet)"},
 		{name: "ray unreachable", id: "gpu.ray", break_: func(f *fixture) {
 			f.ray.nodesErr = clierr.WithHint(fmt.Errorf("%w at http://x", ray.ErrUnreachable), "run 'mltrain status'")
 		}, evidence: "unreachable", fix: "mltrain status"},
+	})
+}
+
+// stopWorker1 stops ray-worker-1 as the engine does (exited, no address)
+// while Ray, whose health checks have not failed enough yet, lists its
+// node ALIVE.
+func stopWorker1(f *fixture) {
+	setContainer(f, "ray-worker-1", func(d *docker.ContainerDetails) {
+		d.Running, d.State, d.FinishedAt = false, "exited", time.Now().Add(-3*time.Second)
+		d.Networks = map[string]string{"mltrain_default": ""}
 	})
 }
 
@@ -262,9 +274,12 @@ func TestRayChecks(t *testing.T) {
 			f.ray.nodes[2].State = "DEAD"
 			setContainer(f, "ray-worker-1", func(d *docker.ContainerDetails) { d.Running, d.State = false, "exited" })
 		}, evidence: "1 head + 1 worker node(s) ALIVE", fix: "mltrain worker start 1"},
+		{name: "worker stopped, Ray has not noticed yet", id: "ray.nodes", break_: stopWorker1,
+			evidence: "ray-worker-1: container exited 3s ago; Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s",
+			fix:      "mltrain worker start 1"},
 		{name: "worker running but not joined", id: "ray.nodes", break_: func(f *fixture) {
 			f.ray.nodes = f.ray.nodes[:2]
-		}, evidence: "no ALIVE node for ray-worker-1 (running, not in Ray)", fix: "mltrain logs ray-worker-1"},
+		}, evidence: "ray-worker-1: running, but Ray lists no ALIVE node at its address", fix: "mltrain logs ray-worker-1"},
 		{name: "no head", id: "ray.nodes", break_: func(f *fixture) {
 			f.ray.nodes[0].State = "DEAD"
 		}, evidence: "0 head + 2 worker", fix: "mltrain logs ray-head"},
@@ -476,18 +491,44 @@ func TestExerciseChecks(t *testing.T) {
 			evidence: "Ray has job frac-2 FAILED"},
 		{name: "fractional passes", id: "exercises.fractional", status: Pass, break_: func(*fixture) {},
 			evidence: "3 jobs at 0.5 GPU trained at the same time (frac-1, frac-2, frac-3)"},
-		{name: "fault checkpoint gone from minio", id: "exercises.fault", break_: func(f *fixture) {
-			setRec(f, "fault", func(r *exercise.Record) { r.Fault.ResumedFrom = "fault-run/checkpoint_000009" })
-		}, evidence: "MinIO holds no such checkpoint now (1 checkpoints under s3://ray/fault-run/)"},
+		{name: "fault passes after retention deleted the resumed checkpoint", id: "exercises.fault", status: Pass, break_: func(*fixture) {},
+			evidence: "from s3://ray/fault-run/checkpoint_epoch_000001, registered before the stop; MinIO held it then"},
+		{name: "fault stopped before a registered checkpoint", id: "exercises.fault", break_: func(f *fixture) {
+			setRec(f, "fault", func(r *exercise.Record) { r.Fault.RegisteredAtStop = false })
+		}, evidence: "ray-worker-0 was stopped before Ray Train had registered a checkpoint"},
+		{name: "fault resumed from an unreported checkpoint", id: "exercises.fault", break_: func(f *fixture) {
+			setRec(f, "fault", func(r *exercise.Record) { r.Fault.ResumedFromReported = false })
+		}, evidence: "not one Ray Train had reported registered"},
+		{name: "fault resumed from an older checkpoint", id: "exercises.fault", break_: func(f *fixture) {
+			setRec(f, "fault", func(r *exercise.Record) {
+				r.Fault.ResumedFrom, r.Fault.ResumedFromLatest = "fault-run/checkpoint_epoch_000000", false
+			})
+		}, evidence: "older than fault-run/checkpoint_epoch_000001"},
+		{name: "fault checkpoint never in minio", id: "exercises.fault", break_: func(f *fixture) {
+			setRec(f, "fault", func(r *exercise.Record) { r.Fault.CheckpointInMinIO = false })
+		}, evidence: "MinIO did not list it when training resumed"},
+		{name: "fault run has no checkpoint in minio now", id: "exercises.fault", break_: func(f *fixture) {
+			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000008/checkpoint.ckpt")
+			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000009/checkpoint.ckpt")
+		}, evidence: "MinIO holds no checkpoint of run fault-run now"},
 		{name: "fault resumed on the stopped node", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) { r.Fault.ResumedOnNodeIP = w0IP })
 		}, evidence: "resumed on the stopped node"},
 		{name: "fault never resumed", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) { r.Fault.ResumedFrom = "" })
 		}, evidence: "did not resume from a checkpoint"},
+		{name: "tune passes with trials the script ended", id: "exercises.tune", status: Pass, break_: func(*fixture) {},
+			evidence: "8 trials: 3 stopped by ASHA, 3 ran to max_t 4, 2 ended by the script before max_t"},
 		{name: "tune stopped none early", id: "exercises.tune", break_: func(f *fixture) {
-			setRec(f, "tune", func(r *exercise.Record) { r.Tune.StoppedEarly = 0 })
-		}, evidence: "ASHA stopped none of the 8 trials early"},
+			setRec(f, "tune", func(r *exercise.Record) {
+				r.Tune.StoppedByScheduler, r.Tune.StoppedEarly, r.Tune.EndedByScript = 0, 0, 5
+			})
+		}, evidence: "ASHA stopped none of the 8 trials (0 stopped by ASHA, 3 ran to max_t 4, 5 ended by the script before max_t"},
+		{name: "tune record that cannot tell ASHA's stops", id: "exercises.tune", break_: func(f *fixture) {
+			setRec(f, "tune", func(r *exercise.Record) {
+				r.Tune.EndsKnown, r.Tune.StoppedByScheduler, r.Tune.EndedByScript, r.Tune.StoppedEarly = false, 0, 0, 5
+			})
+		}, evidence: "cannot tell which of the 5 shorter trials ASHA stopped"},
 		{name: "tune none completed", id: "exercises.tune", break_: func(f *fixture) {
 			setRec(f, "tune", func(r *exercise.Record) { r.Tune.Completed = 0 })
 		}, evidence: "no trial ran to max_t 4"},

@@ -74,6 +74,28 @@ func (d *Server) Put(bucket, key string, size int64, mod time.Time) {
 	d.buckets[bucket][key] = obj{size, mod}
 }
 
+// Delete removes an object, as Ray's checkpoint retention does (MinIO lists
+// it no more from that moment).
+func (d *Server) Delete(bucket, key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.buckets[bucket], key)
+}
+
+// Keys lists the objects under prefix, sorted.
+func (d *Server) Keys(bucket, prefix string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for k := range d.buckets[bucket] {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Calls lists "METHOD path" of every request.
 func (d *Server) Calls() []string {
 	d.mu.Lock()

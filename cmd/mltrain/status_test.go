@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raytest"
+	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/labtest"
+)
+
+const statusProject = "stat"
+
+// statusLab is a planned 2-worker lab in a state dir, its containers in the
+// fake engine (as the engine lists them after an up), and Ray's double.
+type statusLab struct {
+	dir  lab.StateDir
+	eng  *fake.Engine
+	ray  *raytest.Server
+	plan lab.Plan
+}
+
+func newStatusLab(t *testing.T, services ...string) *statusLab {
+	t.Helper()
+	s := &statusLab{dir: lab.StateDir(t.TempDir()), eng: fake.New(), ray: raytest.New(t)}
+	creds, _, err := s.dir.CreateCredentials()
+	require.NoError(t, err)
+	s.plan, err = lab.NewPlan(labtest.RehearsalFacts(), lab.Options{Project: statusProject}, creds)
+	require.NoError(t, err)
+	_, err = lab.Render(context.Background(), s.dir, s.plan)
+	require.NoError(t, err)
+	if len(services) == 0 {
+		services = []string{lab.HeadService, lab.WorkerService(0), lab.WorkerService(1), lab.MinIOService,
+			lab.PrometheusService, lab.GrafanaService, lab.JupyterService}
+	}
+	nodes := []ray.Node{}
+	for i, svc := range services {
+		ip := fmt.Sprintf("172.20.0.%d", i+2)
+		l := map[string]string{labels.Project: statusProject, labels.Service: svc, labels.Role: "other"}
+		for _, w := range s.plan.Workers {
+			if w.Service == svc {
+				l[labels.Role], l[labels.WorkerIndex], l[labels.Accelerator] = labels.RoleWorker, strconv.Itoa(w.Index), lab.AccelCPU
+				nodes = append(nodes, ray.Node{NodeID: "n-" + svc, NodeIP: ip, State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1}})
+			}
+		}
+		if svc == lab.HeadService {
+			nodes = append(nodes, ray.Node{NodeID: "n-head", NodeIP: ip, IsHeadNode: true, State: "ALIVE"})
+		}
+		s.eng.AddContainer(docker.ContainerDetails{
+			Container: docker.Container{Name: lab.ContainerName(statusProject, svc), State: "running", Labels: l},
+			Running:   true, Health: "healthy", Networks: map[string]string{statusProject + "_default": ip}})
+	}
+	s.ray.SetNodes(nodes)
+	return s
+}
+
+// saveState is what a finished up leaves: state.json, Ray reached at the double.
+func (s *statusLab) saveState(t *testing.T) {
+	require.NoError(t, s.dir.SaveState(lab.State{Project: statusProject, Plan: s.plan,
+		Probes: lab.Probes{Ray: s.ray.URL, MinIO: "http://127.0.0.1:1"}, URLs: lab.MakeURLs(s.plan)}))
+}
+
+// stopWorker stops worker i as the real engine does: exited, and no address.
+func (s *statusLab) stopWorker(t *testing.T, i int) string {
+	t.Helper()
+	name := lab.ContainerName(statusProject, lab.WorkerService(i))
+	c := s.eng.Containers[name]
+	ip := c.Networks[statusProject+"_default"]
+	require.NoError(t, s.eng.ContainerStop(context.Background(), name, time.Second))
+	c.Networks = map[string]string{statusProject + "_default": ""}
+	return ip
+}
+
+func (s *statusLab) status(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := newApp(&out, &errOut)
+	a.connect = func(context.Context) (docker.Engine, error) { return s.eng, nil }
+	root := a.root()
+	root.SetArgs(append([]string{"status", "--state-dir", s.dir.Path(), "--project", statusProject}, args...))
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// Ray keeps a stopped worker's node ALIVE until its health checks time out:
+// status never shows every node ALIVE without saying that worker is down.
+func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
+	s := newStatusLab(t)
+	s.saveState(t)
+	s.ray.DeadAfter = time.Hour // Ray has not noticed yet
+	ip := s.stopWorker(t, 0)
+	require.True(t, s.ray.StopNode(ip))
+
+	out, err := s.status(t)
+	t.Logf("status right after the stop:\n%s", out)
+	require.NoError(t, err, "a stopped worker is a state to show, not a failure of status")
+	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* ALIVE \(container down, Ray has not noticed yet\)`, out)
+	assert.NotRegexp(t, `Ray: 3 of 3 nodes ALIVE\n`, out, "never N of N ALIVE alone")
+	assert.Contains(t, out, "Ray: 3 of 3 nodes ALIVE, including the node of ray-worker-0, whose container is down: Ray has not noticed yet")
+	assert.Contains(t, out, "ray-worker-0: container exited")
+	assert.Contains(t, out, "Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s (up to ~65s)")
+	assert.Contains(t, out, "Next: mltrain worker start 0")
+
+	// Once the health checks give up, Ray and the container agree.
+	s.ray.DeadAfter = time.Nanosecond
+	out, err = s.status(t)
+	require.NoError(t, err)
+	assert.Contains(t, out, "Ray: 2 of 3 nodes ALIVE\n")
+	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* not ALIVE\n`, out)
+	assert.Contains(t, out, "ray-worker-0: container exited; Ray lists no ALIVE node for it")
+}
+
+// An up interrupted before its workers were created: status names the
+// planned services that have no container and exits non-zero.
+func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
+	s := newStatusLab(t, lab.HeadService, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService)
+	// No state.json: the up never finished; compose.yaml says what it planned.
+	out, err := s.status(t)
+	t.Logf("status after an interrupted up:\n%s", out)
+	require.Error(t, err)
+	assert.Equal(t, 1, clierr.Code(err))
+	assert.Contains(t, err.Error(), "2 planned service(s) have no container: ray-worker-0, ray-worker-1")
+	assert.Contains(t, err.Error(), "compose.yaml")
+	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Regexp(t, `ray-worker-0 +- +missing`, out)
+	assert.Contains(t, out, "minio")
+
+	// JSON says the same, and fails the same.
+	out, err = s.status(t, "--json")
+	require.Error(t, err)
+	assert.Contains(t, out, `"missing": [`)
+	assert.Contains(t, out, `"ray-worker-1"`)
+}
+
+func TestStatusWithoutAnyStateSaysSo(t *testing.T) {
+	s := &statusLab{dir: lab.StateDir(t.TempDir()), eng: fake.New()}
+	out, err := s.status(t)
+	require.NoError(t, err)
+	assert.Contains(t, out, `Lab "stat" has no containers. Next: 'mltrain up'.`)
+	assert.Contains(t, out, "no lab state in "+s.dir.Path())
+}

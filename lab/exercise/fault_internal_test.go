@@ -1,0 +1,63 @@
+package exercise
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/store/storetest"
+)
+
+func ckptEvent(epoch int, registered bool) string {
+	return fmt.Sprintf(`MLTRAIN_EVENT {"event":"checkpoint","time":%d,"mode":"ray","rank":0,"epoch":%d,"checkpoint":"ray/run/checkpoint_epoch_%06d","name":"checkpoint_epoch_%06d","registered":%t}`+"\n",
+		100+epoch, epoch, epoch, epoch, registered)
+}
+
+// On a Ray without get_all_reported_checkpoints train.py says
+// "registered": false; a later report proves Ray took the earlier one.
+func TestStopPointOnlyTrustsWhatRayHolds(t *testing.T) {
+	events, _ := ParseLog(ckptEvent(0, false))
+	_, ok := stopPoint(events)
+	assert.False(t, ok, "an unconfirmed report alone is no stop point")
+
+	events, _ = ParseLog(ckptEvent(0, false) + ckptEvent(1, false))
+	cp, ok := stopPoint(events)
+	require.True(t, ok)
+	assert.Equal(t, "ray/run/checkpoint_epoch_000000", cp.Checkpoint)
+
+	events, _ = ParseLog(ckptEvent(0, true) + ckptEvent(1, true))
+	cp, ok = stopPoint(events)
+	require.True(t, ok)
+	assert.Equal(t, "ray/run/checkpoint_epoch_000001", cp.Checkpoint)
+	require.NotNil(t, cp.Epoch)
+	assert.Equal(t, 1, *cp.Epoch)
+	assert.Equal(t, []string{"run/checkpoint_epoch_000000", "run/checkpoint_epoch_000001"}, registered(events, "ray"))
+}
+
+// Ray must resume from the newest checkpoint it had registered before the
+// stop (or a newer one); an older one is a lesson not observed.
+func TestJudgeResumeFromAnOlderCheckpoint(t *testing.T) {
+	s3 := storetest.New(t)
+	s3.MakeBucket("ray")
+	for e := 0; e < 2; e++ {
+		s3.Put("ray", fmt.Sprintf("run/checkpoint_epoch_%06d/checkpoint.ckpt", e), 10, time.Now())
+	}
+	r := &runner{env: Env{Store: s3.Client(t, storetest.AccessKey), Now: time.Now, Bucket: "ray"}, rec: Record{Exercise: "fault"}}
+	f := &faultRun{r: r, bucket: "ray", prefix: "run/", obs: &FaultObs{Run: "run", TrainingNodeIP: "10.0.0.4",
+		StoppedContainer: "ray-worker-1", LatestAtStop: "run/checkpoint_epoch_000001"}}
+	resume := `MLTRAIN_EVENT {"event":"resume","time":200,"mode":"ray","rank":0,"checkpoint":"ray/run/checkpoint_epoch_000000","epoch":1,"node_ip":"10.0.0.3"}` + "\n"
+	events, _ := ParseLog(ckptEvent(0, true) + ckptEvent(1, true) + resume)
+	res := EventsOf(events, "resume")[0]
+	require.NoError(t, f.judgeResume(context.Background(), res, events))
+	problems := strings.Join(r.rec.Problems, "\n")
+	assert.Contains(t, problems, "resumed from run/checkpoint_epoch_000000, older than run/checkpoint_epoch_000001")
+	assert.Contains(t, problems, "says run/checkpoint_epoch_000000 holds epoch 1; train.py reported it for epoch 0")
+	assert.True(t, f.obs.ResumedFromReported)
+	assert.False(t, f.obs.ResumedFromLatest)
+	assert.True(t, f.obs.CheckpointInMinIO)
+}

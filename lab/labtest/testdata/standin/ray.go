@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type node struct {
+	ID        string             `json:"node_id"`
+	IP        string             `json:"node_ip"`
+	Head      bool               `json:"is_head_node"`
+	State     string             `json:"state"`
+	Name      string             `json:"node_name"`
+	Resources map[string]float64 `json:"resources_total"`
+	Metrics   string             `json:"metrics_export_port,omitempty"`
+	seen      time.Time
+}
+
+func ownIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return "127.0.0.1"
+}
+
+// deadAfter is how long a silent worker stays ALIVE: Ray 2.54's GCS marks a
+// raylet DEAD after health_check_failure_threshold (5) failed checks
+// health_check_period_ms (3 s) apart. Tests shorten it.
+func deadAfter() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("STANDIN_RAY_DEAD_AFTER")); err == nil && d > 0 {
+		return d
+	}
+	return 15 * time.Second
+}
+
+func runHead(cmd string) {
+	var mu sync.Mutex
+	ip := ownIP()
+	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd),
+		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}, seen: time.Now()}}
+	serveMetrics(metricsPort(cmd))
+	writeDashboards()
+	silent := deadAfter()
+	list := func() []*node {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []*node
+		for _, n := range nodes {
+			if !n.Head && time.Since(n.seen) > silent {
+				n.State = "DEAD"
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	go func() {
+		for {
+			writeServiceDiscovery(list())
+			time.Sleep(time.Second)
+		}
+	}()
+
+	gcs := http.NewServeMux()
+	gcs.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		var n node
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if old, ok := nodes[n.ID]; ok && old.State == "DEAD" {
+			http.Error(w, "node "+n.ID+" was marked DEAD", http.StatusGone) // as Ray: a dead node never comes back
+			return
+		}
+		n.State, n.seen, n.Name = "ALIVE", time.Now(), n.IP
+		nodes[n.ID] = &n
+	})
+	port := flag(cmd, "port")
+	if port == "" {
+		port = "6379"
+	}
+	go http.ListenAndServe(":"+port, gcs)
+	serveDashboard(cmd, list)
+	fmt.Println("standin ray head up at", ip, "; silent nodes are marked DEAD after", silent)
+	waitSignal()
+}
+
+func serveDashboard(cmd string, list func() []*node) {
+	token := os.Getenv("RAY_AUTH_TOKEN")
+	auth := os.Getenv("RAY_AUTH_MODE") == "token"
+	dash := http.NewServeMux()
+	guard := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if auth {
+				got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+				if got == "" {
+					http.Error(w, "Unauthorized: Missing authentication token", http.StatusUnauthorized)
+					return
+				}
+				if got != token {
+					http.Error(w, "Forbidden: Invalid authentication token", http.StatusForbidden)
+					return
+				}
+			}
+			h(w, r)
+		}
+	}
+	dash.HandleFunc("/api/version", guard(func(w http.ResponseWriter, r *http.Request) {
+		writeAny(w, map[string]string{"version": "4", "ray_version": "2.54.0", "ray_commit": "standin", "session_name": "session_standin"})
+	}))
+	dash.HandleFunc("/api/jobs/", guard(func(w http.ResponseWriter, r *http.Request) {
+		writeAny(w, []any{})
+	}))
+	dash.HandleFunc("/api/grafana_health", guard(func(w http.ResponseWriter, r *http.Request) {
+		host := os.Getenv("RAY_GRAFANA_HOST")
+		if err := probe(host + "/api/health"); err != nil {
+			writeAny(w, map[string]any{"result": false, "msg": "Grafana healthcheck failed: " + err.Error()})
+			return
+		}
+		writeAny(w, map[string]any{"result": true, "msg": "Grafana running", "data": map[string]any{
+			"grafanaHost": host, "sessionName": "session_standin", "dashboardUids": map[string]string{"default": dashboardUID}}})
+	}))
+	dash.HandleFunc("/api/prometheus_health", guard(func(w http.ResponseWriter, r *http.Request) {
+		if err := probe(os.Getenv("RAY_PROMETHEUS_HOST") + "/-/healthy"); err != nil {
+			writeAny(w, map[string]any{"result": false, "msg": "prometheus healthcheck failed: " + err.Error()})
+			return
+		}
+		writeAny(w, map[string]any{"result": true, "msg": "prometheus running"})
+	}))
+	dash.HandleFunc("/api/v0/nodes", guard(func(w http.ResponseWriter, r *http.Request) {
+		l := list()
+		writeAny(w, map[string]any{"result": true, "msg": "", "data": map[string]any{"result": map[string]any{
+			"total": len(l), "num_after_truncation": len(l), "num_filtered": len(l), "result": l}}})
+	}))
+	dash.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ray dashboard standin") })
+	dport := flag(cmd, "dashboard-port")
+	if dport == "" {
+		dport = "8265"
+	}
+	go func() {
+		if err := http.ListenAndServe(":"+dport, dash); err != nil {
+			fmt.Fprintln(os.Stderr, "standin head:", err)
+			os.Exit(1)
+		}
+	}()
+}
+
+// runWorker plays a worker node: a raylet heartbeating to the head and a
+// dashboard agent that lives and dies with it. Each start is a new node
+// (Ray gives a restarted raylet a new node id; the old one stays DEAD).
+// A stopped worker never unregisters: the head notices by its silence.
+func runWorker(cmd string) {
+	addr := flag(cmd, "address")
+	if addr == "" {
+		fmt.Fprintln(os.Stderr, "standin worker: no --address")
+		os.Exit(2)
+	}
+	host, _, _ := strings.Cut(addr, ":")
+	hostname, _ := os.Hostname()
+	n := node{ID: fmt.Sprintf("worker-%s-%x", hostname, time.Now().UnixNano()), IP: ownIP(), Metrics: metricsPort(cmd),
+		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}}
+	serveMetrics(n.Metrics)
+	agentPort := flag(cmd, "dashboard-agent-listen-port")
+	if agentPort == "" {
+		agentPort = "52365"
+	}
+	agent := &http.Server{Addr: ":" + agentPort, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/local_raylet_healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "success")
+	})}
+	go func() { _ = agent.ListenAndServe() }()
+	body, _ := json.Marshal(n)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	raylet := make(chan os.Signal, 1)
+	signal.Notify(raylet, syscall.SIGUSR1)
+	fmt.Println("standin ray worker joining", addr, "as", n.ID, "; agent on", agentPort)
+	for {
+		resp, err := http.Post("http://"+host+":"+portOf(addr)+"/register", "application/json", strings.NewReader(string(body)))
+		if err == nil {
+			resp.Body.Close()
+		}
+		select {
+		case <-stop:
+			fmt.Println("standin: stopping on signal")
+			return
+		case <-raylet:
+			// The raylet is gone; its agent goes with it. The container
+			// stays up, like `ray start --block` after a raylet exit 0.
+			_ = agent.Shutdown(context.Background())
+			fmt.Println("standin: raylet died; the container keeps running")
+			<-stop
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func portOf(addr string) string {
+	if _, p, ok := strings.Cut(addr, ":"); ok {
+		return p
+	}
+	return "6379"
+}
