@@ -95,6 +95,11 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.True(t, warned(&rec, "holds no Food-11 dataset yet"), "up says the dataset is not loaded")
 	assert.Contains(t, res.URLs.RayDashboard, "127.0.0.1:")
 	first := s.ids()
+	// The file mltrain wrote works with Docker Compose itself: it sees the
+	// lab mltrain started as its own project.
+	out, err := dockertest.Compose(t, dockertest.ComposeV5(t), "-f", s.stateDir+"/compose.yaml", "ps", "--services", "--status", "running")
+	require.NoError(t, err, out)
+	assert.ElementsMatch(t, []string{"grafana", "jupyter", "minio", "prometheus", "ray-head", "ray-worker-0", "ray-worker-1"}, strings.Fields(out))
 	require.Len(t, first, 7)
 	for svc, id := range first {
 		d, err := s.eng.ContainerInspect(ctx, id)
