@@ -1,17 +1,11 @@
 package verify
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/mount"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -64,31 +58,10 @@ func upStandinLab(t testing.TB) *standinLab {
 	return s
 }
 
-// writeManifest puts a manifest with the published counts (and no images)
-// into the dataset volume, as a completed load leaves it.
+// writeManifest puts a manifest with the published counts into the lab's
+// dataset volume.
 func (s *standinLab) writeManifest(t testing.TB) {
-	t.Helper()
-	ctx := context.Background()
-	c := canonicalCounts()
-	m := food11.Manifest{Format: food11.ManifestFormat, Dataset: "food11", Layout: food11.Layout, Counts: c, Files: c.Total(),
-		Bytes: 1 << 30, Source: food11.Source{File: "Food-11.zip", SHA256: strings.Repeat("ab", 32), Size: 1 << 30}, LoadedAt: time.Now().UTC()}
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	require.NoError(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: food11.Root + "/", Mode: 0o755}))
-	require.NoError(t, tw.WriteHeader(&tar.Header{Name: food11.Root + "/" + food11.ManifestName, Mode: 0o644, Size: int64(len(b))}))
-	_, err = tw.Write(b)
-	require.NoError(t, err)
-	require.NoError(t, tw.Close())
-	// A created (never started) container mounting the volume receives the copy.
-	img := labtest.BuildImages(t, s.eng)["worker"]
-	id, err := s.eng.ContainerCreate(ctx, docker.ContainerSpec{Name: dockertest.UniqueName(t, "mltv-writer"),
-		Config:     &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
-		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.project + "-food11", Target: "/data"}}}})
-	require.NoError(t, err)
-	defer s.eng.ContainerRemove(ctx, id, true)
-	require.NoError(t, s.eng.CopyToContainer(ctx, id, "/data", &buf))
+	labtest.WriteManifest(t, s.eng, s.project+"-food11")
 }
 
 func (s *standinLab) deps(t testing.TB) Deps {

@@ -25,6 +25,7 @@ import (
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/labtest"
 )
 
 // fakeRay is the Ray client double: nodes and jobs as set, or an error.
@@ -84,19 +85,7 @@ var (
 	w1IP   = "172.18.0.6"
 )
 
-func canonicalCounts() food11.Counts {
-	c := food11.Counts{}
-	for _, s := range food11.Splits {
-		var a [food11.NumClasses]int
-		left := food11.CanonicalTotals[s]
-		for i := range a {
-			a[i] = left / (food11.NumClasses - i)
-			left -= a[i]
-		}
-		c[s] = a
-	}
-	return c
-}
+func canonicalCounts() food11.Counts { return labtest.CanonicalCounts() }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
