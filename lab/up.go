@@ -164,8 +164,28 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 		return fail(err)
 	}
 	res.BucketMade = made
+	if err := ensureLabUser(ctx, probes, creds, rep); err != nil {
+		return fail(err)
+	}
 	if err := o.StateDir.SaveState(State{Project: plan.Project, Plan: plan, URLs: res.URLs, Probes: probes, UpAt: time.Now().UTC()}); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// ensureLabUser makes MinIO's lab user, limited to the bucket, whose keys
+// Jupyter and the Ray nodes hold (the root key stays mltrain's own).
+func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progress.Reporter) error {
+	const step = "minio lab user"
+	progress.Begin(rep, step, "")
+	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
+	if err == nil {
+		err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+	}
+	if err != nil {
+		progress.Failed(rep, step, err)
+		return err
+	}
+	progress.End(rep, step, fmt.Sprintf("%s: bucket %q only", c.MinIOLabAccessKey, store.DefaultBucket))
+	return nil
 }

@@ -3,6 +3,7 @@ package lab_test
 import (
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -26,6 +28,12 @@ func TestUpOnTheFakeEngineIsFreshThenIdempotent(t *testing.T) {
 	assert.True(t, res.BucketMade)
 	assert.False(t, res.CredentialsCreated, "the credentials file existed")
 	assert.Contains(t, f.s3.Calls(), "PUT /ray/", "the bucket was created in the S3 double")
+	creds, err := f.state.Credentials()
+	require.NoError(t, err)
+	secret, policies, ok := f.s3.User(creds.MinIOLabAccessKey)
+	require.True(t, ok, "the lab user was created in MinIO")
+	assert.Equal(t, creds.MinIOLabSecretKey, secret)
+	assert.Equal(t, []string{store.BucketPolicyName(store.DefaultBucket)}, policies)
 	var starts []string
 	for _, s := range f.eng.CallsOf("start") {
 		if strings.HasPrefix(s, "fakelab-") {
@@ -33,7 +41,12 @@ func TestUpOnTheFakeEngineIsFreshThenIdempotent(t *testing.T) {
 		}
 	}
 	require.Len(t, starts, 7)
-	assert.Equal(t, "fakelab-ray-head", starts[0], "the head starts first: everything depends on it")
+	// Head, MinIO and Prometheus depend on nothing and start in parallel;
+	// every service that depends on the head starts after it.
+	head := slices.Index(starts, "fakelab-ray-head")
+	for _, s := range []string{"fakelab-ray-worker-0", "fakelab-ray-worker-1", "fakelab-grafana", "fakelab-jupyter"} {
+		assert.Greater(t, slices.Index(starts, s), head, "%s starts after the head it depends on", s)
+	}
 	st, err := f.state.State()
 	require.NoError(t, err)
 	assert.Equal(t, "fakelab", st.Project)
@@ -43,7 +56,7 @@ func TestUpOnTheFakeEngineIsFreshThenIdempotent(t *testing.T) {
 	first := f.containers()
 
 	res, err = f.up()
-	require.NoError(t, err)
+	require.NoError(t, err, "a second up finds the user and its policy in place")
 	assert.Empty(t, res.Apply.Created)
 	assert.Empty(t, res.Apply.Recreated)
 	assert.Empty(t, res.Apply.Started)
