@@ -1,6 +1,7 @@
 package lab_test
 
 import (
+	"context"
 	"net"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 )
@@ -125,4 +127,47 @@ func TestDownOnTheFakeEngineKeepsVolumesUnlessTold(t *testing.T) {
 	assert.Empty(t, vols)
 	_, err = f.eng.VolumeInspect(ctx, "fakelab-food11")
 	assert.NoError(t, err, "the dataset volume survives down --volumes")
+}
+
+// cancelOn cancels the up when a step starts, as Ctrl-C would.
+type cancelOn struct {
+	step   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Report(e progress.Event) {
+	if e.Step == c.step && e.Kind == progress.Start {
+		c.cancel()
+	}
+}
+
+// An interrupted up's error says what it left: nothing started, a first
+// up rolled back, or a running lab's containers kept.
+func TestUpOnTheFakeEngineInterruptedSaysWhatItLeft(t *testing.T) {
+	f := newFakeLab(t)
+	upUntil := func(step string) error {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		_, err := lab.Up(ctx, lab.UpDeps{Engine: f.eng, Reporter: cancelOn{step, cancel}, Detect: f.deps(nil).Detect}, f.opts)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.Canceled)
+		return err
+	}
+
+	err := upUntil("detect host")
+	assert.Equal(t, "no container was started; the state dir's credentials and compose.yaml are kept", clierr.Hint(err))
+	assert.Empty(t, f.labCreates())
+
+	f.ray.SetNodes(nil) // Ray never sees the cluster: up waits for it
+	err = upUntil("ready ray")
+	assert.Equal(t, "rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose.yaml are kept", clierr.Hint(err))
+	assert.Empty(t, f.containers())
+
+	f.ray.SetNodes(nodes)
+	_, err = f.up()
+	require.NoError(t, err, "a re-run converges")
+	f.ray.SetNodes(nil)
+	err = upUntil("ready ray")
+	assert.Equal(t, "the lab's containers are kept as they were left, some perhaps not ready", clierr.Hint(err))
+	assert.Len(t, f.containers(), 7, "a lab that was up keeps its containers")
 }
