@@ -72,10 +72,22 @@ and verifies them.`,
 		a.versionCmd(),
 		a.gpusCmd(), a.doctorCmd(),
 		a.renderCmd(), a.buildCmd(), a.imagesCmd(),
-		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(),
+		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(),
 		a.dataCmd(), a.labCmd(), a.verifyCmd(),
 	)
 	usageErrors(root)
+	usageChecks := root.PersistentPreRunE
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := usageChecks(c, args); err != nil {
+			return err
+		}
+		// Every command names its lab by --project: check it before any
+		// name derived from it reaches the engine or the filesystem.
+		if err := lab.CheckProject(a.project); err != nil {
+			return clierr.Usage(err, c.CommandPath())
+		}
+		return nil
+	}
 	return root
 }
 
@@ -174,10 +186,7 @@ func interrupted(ctx context.Context, err error, args []string) error {
 func rerunLine(args []string) string {
 	words := []string{"mltrain"}
 	for _, a := range args {
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !strings.ContainsRune(shellSafe, r) }) {
-			a = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(a) + `"`
-		}
-		words = append(words, a)
+		words = append(words, shellWord(a))
 	}
 	return strings.Join(words, " ")
 }
@@ -185,12 +194,12 @@ func rerunLine(args []string) string {
 const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,"
 
 // report prints err as every command's error reads (the error, then the
-// Next line) and returns the exit code.
-func report(w io.Writer, err error) int {
+// Next line, written by next) and returns the exit code.
+func report(w io.Writer, err error, next func(string) string) int {
 	if err != nil && !clierr.IsSilent(err) {
 		fmt.Fprintf(w, "Error: %v\n", err)
 		if h := clierr.Hint(err); h != "" {
-			fmt.Fprintf(w, "Next: %s\n", h)
+			fmt.Fprintf(w, "Next: %s\n", next(h))
 		}
 	}
 	return clierr.Code(err)
@@ -208,16 +217,27 @@ func (a *app) StateDir() lab.StateDir {
 // on a terminal, otherwise one line per step. Call the returned func when done.
 func (a *app) reporter() (progress.Reporter, func()) {
 	if a.json {
-		return progress.NewJSON(a.errOut), func() {}
+		return nextSteps{progress.NewJSON(a.errOut), a.next}, func() {}
 	}
 	if liveTerminal(a.errOut) {
 		t := progress.NewTTY(a.errOut)
 		t.SetVerbose(a.verbose)
-		return t, t.Close
+		return nextSteps{t, a.next}, t.Close
 	}
 	l := progress.NewLines(a.errOut)
 	l.Verbose = a.verbose
-	return l, func() {}
+	return nextSteps{l, a.next}, func() {}
+}
+
+// nextSteps writes the commands that warnings and notes name for this lab.
+type nextSteps struct {
+	progress.Reporter
+	next func(string) string
+}
+
+func (n nextSteps) Report(e progress.Event) {
+	e.Message = n.next(e.Message)
+	n.Reporter.Report(e)
 }
 
 // liveTerminal reports whether w can show the live view: a terminal that

@@ -28,7 +28,7 @@ func (a *app) statusCmd() *cobra.Command {
 				return printJSON(a.out, st)
 			}
 			if len(st.Services) == 0 {
-				fmt.Fprintf(a.out, "Lab %q has no containers. Next: 'mltrain up'.\n", a.project)
+				fmt.Fprint(a.out, a.next(fmt.Sprintf("Lab %q has no containers. Next: 'mltrain up'.\n", a.project)))
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
