@@ -36,15 +36,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).
 
 // newApp is the CLI's state before flags are parsed; tests replace connect.
 func newApp(out, errOut io.Writer) *app {
-	a := &app{out: out, errOut: errOut}
-	a.connect = func(ctx context.Context) (docker.Engine, error) {
-		e, err := docker.Connect(ctx)
-		if err != nil {
-			return nil, clierr.WithHint(err, "start Docker ('sudo systemctl start docker') or set DOCKER_HOST, then run 'mltrain doctor'")
-		}
-		return e, nil
-	}
-	return a
+	return &app{out: out, errOut: errOut, connect: connectEngine}
 }
 
 func (a *app) root() *cobra.Command {
