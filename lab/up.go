@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
@@ -138,6 +139,9 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 	}
 	imgRes, err := images.Ensure(ctx, d.Engine, req, o.Images, rep)
 	res.Images = imgRes
+	if ue := (*images.UnavailableError)(nil); errors.As(err, &ue) {
+		return res, clierr.WithHint(err, ue.Hint("give 'mltrain up' images this host already has: "+imageFlags()))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -221,4 +225,13 @@ func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progre
 	}
 	progress.End(rep, step, fmt.Sprintf("%s: bucket %q only", c.MinIOLabAccessKey, store.DefaultBucket))
 	return nil
+}
+
+// imageFlags lists the flags that replace a role's image.
+func imageFlags() string {
+	flags := make([]string, len(Roles))
+	for i, r := range Roles {
+		flags[i] = "--image-" + string(r) + " REF"
+	}
+	return strings.Join(flags, ", ")
 }

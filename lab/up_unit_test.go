@@ -2,17 +2,21 @@ package lab_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/store"
@@ -170,4 +174,27 @@ func TestUpOnTheFakeEngineInterruptedSaysWhatItLeft(t *testing.T) {
 	err = upUntil("ready ray")
 	assert.Equal(t, "the lab's containers are kept as they were left, some perhaps not ready", clierr.Hint(err))
 	assert.Len(t, f.containers(), 7, "a lab that was up keeps its containers")
+}
+
+// On a host without a registry, up says the DNS failure once, names both
+// ways to have the images, and leaves nothing behind in the engine.
+func TestUpOnTheFakeEngineWithoutARegistry(t *testing.T) {
+	f := newFakeLab(t)
+	minio := f.opts.Lab.Images[lab.RoleMinIO]
+	delete(f.eng.Images, minio)
+	f.opts.Images.Pull = images.PullMissing
+	f.opts.Images.Retry = images.Retry{Tries: 4, Initial: time.Millisecond, Max: time.Millisecond}
+	f.eng.PullFunc = func(ref string) error {
+		return errors.New("pull " + ref + `: Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host`)
+	}
+	_, err := f.up()
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "no such host"), "said once: %v", err)
+	assert.Equal(t, []string{minio}, f.eng.CallsOf("pull"), "a DNS failure is not retried")
+	hint := clierr.Hint(err)
+	assert.Contains(t, hint, "'mltrain images load FILE'")
+	assert.Contains(t, hint, "--image-head REF, --image-worker REF, --image-minio REF, --image-prometheus REF, --image-grafana REF, --image-jupyter REF")
+	assert.Empty(t, f.labCreates(), "no container")
+	_, err = f.eng.VolumeInspect(t.Context(), f.opts.Lab.DataVolume)
+	assert.True(t, docker.IsNotFound(err), "no dataset volume either: %v", err)
 }
