@@ -76,6 +76,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 	f.StringVar(&junit, "junit", "", "also write the result as JUnit XML to `FILE` (one testsuite per group)")
 	f.DurationVar(&timeout, "timeout", 20*time.Second, "time limit of each check")
 	f.BoolVar(&dataFull, "data-full", false, "count every Food-11 image in the volume (slower) instead of reading its manifest")
+	_ = cmd.RegisterFlagCompletionFunc("only", completeOnly)
 	return cmd
 }
 
