@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab"
 )
@@ -93,8 +94,27 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	}
 
 	// A second up finds the user and its policy in place.
-	_, err = s.up(ctx)
+	var rec progress.Recorder
+	_, err = lab.Up(ctx, s.deps(&rec), s.opts)
 	require.NoError(t, err)
+	inPlace := false
+	for _, e := range rec.Events() {
+		inPlace = inPlace || e.Step == "minio lab user" && e.Kind == progress.Done && strings.Contains(e.Message, "in place")
+	}
+	assert.True(t, inPlace, "the second up found the user in place: %v", rec.Events())
 	_, err = us.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")
 	require.NoError(t, err)
+
+	// A new lab secret (credentials.json edited): up sets it in MinIO, and
+	// the old one stops working; only a signed call can tell them apart.
+	c.MinIOLabSecretKey = "NEWLABSECRET0000000000000000000000000000"
+	require.NoError(t, dir.WriteJSON(lab.CredentialsFile, c))
+	_, err = s.up(ctx)
+	require.NoError(t, err)
+	fresh, err := store.New(store.Config{Endpoint: st.Probes.MinIO, AccessKey: c.MinIOLabAccessKey, SecretKey: c.MinIOLabSecretKey})
+	require.NoError(t, err)
+	_, err = fresh.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")
+	require.NoError(t, err, "the new secret works")
+	_, err = us.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")
+	assert.ErrorContains(t, err, "SignatureDoesNotMatch", "the old one is refused")
 }

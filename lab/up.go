@@ -216,14 +216,19 @@ func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progre
 	const step = "minio lab user"
 	progress.Begin(rep, step, "")
 	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
+	changed := false
 	if err == nil {
-		err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+		changed, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
 	}
 	if err != nil {
 		progress.Failed(rep, step, err)
 		return err
 	}
-	progress.End(rep, step, fmt.Sprintf("%s: bucket %q only", c.MinIOLabAccessKey, store.DefaultBucket))
+	what := "in place"
+	if changed {
+		what = "set"
+	}
+	progress.End(rep, step, fmt.Sprintf("%s %s: bucket %q only", c.MinIOLabAccessKey, what, store.DefaultBucket))
 	return nil
 }
 

@@ -61,8 +61,10 @@ func TestUpOnTheFakeEngineIsFreshThenIdempotent(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	first := f.containers()
 
+	writes := f.s3.AdminWrites()
 	res, err = f.up()
 	require.NoError(t, err, "a second up finds the user and its policy in place")
+	assert.Equal(t, writes, f.s3.AdminWrites(), "and changes nothing in MinIO")
 	assert.Empty(t, res.Apply.Created)
 	assert.Empty(t, res.Apply.Recreated)
 	assert.Empty(t, res.Apply.Started)

@@ -103,7 +103,9 @@ func TestEnsureBucketUserIsIdempotentAndLimitsTheUser(t *testing.T) {
 	adm, err := store.NewAdmin(store.Config{Endpoint: d.URL, AccessKey: storetest.AccessKey, SecretKey: storetest.SecretKey})
 	require.NoError(t, err)
 
-	require.NoError(t, adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret1"))
+	changed, err := adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret1")
+	require.NoError(t, err)
+	assert.True(t, changed)
 	secret, policies, ok := d.User("labuser")
 	require.True(t, ok)
 	assert.Equal(t, "labsecret1", secret)
@@ -112,11 +114,22 @@ func TestEnsureBucketUserIsIdempotentAndLimitsTheUser(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []string{"ray"}, buckets)
 
-	// Again, with a new secret: MinIO refuses the second attach, which is fine.
-	require.NoError(t, adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret2"))
+	// Again: everything is in place, nothing is written (each write costs
+	// MinIO an argon2 key derivation).
+	writes := d.AdminWrites()
+	changed, err = adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret1")
+	require.NoError(t, err)
+	assert.False(t, changed)
+	assert.Equal(t, writes, d.AdminWrites(), "a re-run that finds the user in place writes nothing")
+
+	// Someone attached another policy: the user is limited again.
+	d.AttachPolicy("labuser", "readwrite")
+	changed, err = adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret2")
+	require.NoError(t, err, "MinIO refuses the second attach (already applied), which is fine")
+	assert.True(t, changed)
 	secret, policies, _ = d.User("labuser")
 	assert.Equal(t, "labsecret2", secret)
-	assert.Len(t, policies, 1)
+	assert.Equal(t, []string{store.BucketPolicyName("ray")}, policies, "the other policy was detached")
 
 	user, err := store.New(store.Config{Endpoint: d.URL, AccessKey: "labuser", SecretKey: "labsecret2"})
 	require.NoError(t, err)
@@ -133,7 +146,7 @@ func TestEnsureBucketUserWithWrongRootSaysWhy(t *testing.T) {
 	d := storetest.New(t)
 	adm, err := store.NewAdmin(store.Config{Endpoint: d.URL, AccessKey: "NOTROOT", SecretKey: storetest.SecretKey})
 	require.NoError(t, err)
-	err = adm.EnsureBucketUser(context.Background(), "ray", "labuser", "labsecret1")
+	_, err = adm.EnsureBucketUser(context.Background(), "ray", "labuser", "labsecret1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "root credentials refused (InvalidAccessKeyId)")
 	assert.Contains(t, clierr.Hint(err), "MINIO_ROOT_USER")

@@ -165,7 +165,8 @@ func newFixture(t *testing.T) *fixture {
 	f.s3.Put("ray", "fault-run/checkpoint_000001/model.pt", 10, time.Now())
 	adm, err := store.NewAdmin(store.Config{Endpoint: f.s3.URL, AccessKey: creds.MinIOAccessKey, SecretKey: creds.MinIOSecretKey})
 	require.NoError(t, err)
-	require.NoError(t, adm.EnsureBucketUser(context.Background(), "ray", creds.MinIOLabAccessKey, creds.MinIOLabSecretKey))
+	_, err = adm.EnsureBucketUser(context.Background(), "ray", creds.MinIOLabAccessKey, creds.MinIOLabSecretKey)
+	require.NoError(t, err)
 
 	stateDir := lab.StateDir(t.TempDir())
 	prov := stateDir.File(lab.GrafanaDashboards)

@@ -1,7 +1,8 @@
 // Package storetest is an in-process stand-in for the S3 calls internal/store
-// makes (HeadBucket, CreateBucket, ListObjectsV2) and the three admin calls
-// of Admin.EnsureBucketUser (add-canned-policy, add-user, policy attach,
-// with madmin's encrypted bodies), answering the way MinIO does, path-style:
+// makes (HeadBucket, CreateBucket, ListObjectsV2) and the admin calls of
+// Admin.EnsureBucketUser (info-canned-policy, add-canned-policy, user-info,
+// add-user, policy attach and detach, with madmin's encrypted bodies),
+// answering the way MinIO does, path-style:
 // a user other than root may only touch the buckets its attached policies
 // name, and is refused (AccessDenied) before a missing bucket is reported.
 // The lab's real-engine tests run the real MinIO; this keeps unit tests
@@ -43,8 +44,14 @@ type Server struct {
 	key      string
 	buckets  map[string]map[string]obj
 	calls    []string
-	policies map[string][]string // name -> buckets its Allow statements name
+	policies map[string]policy
 	users    map[string]*user
+	writes   int // admin calls that changed something
+}
+
+type policy struct {
+	raw     []byte
+	buckets []string // the buckets its Allow statements name
 }
 
 type user struct {
@@ -59,7 +66,7 @@ type obj struct {
 
 // New starts the double, closed when the test ends.
 func New(t testing.TB) *Server {
-	d := &Server{key: AccessKey, buckets: map[string]map[string]obj{}, policies: map[string][]string{}, users: map[string]*user{}}
+	d := &Server{key: AccessKey, buckets: map[string]map[string]obj{}, policies: map[string]policy{}, users: map[string]*user{}}
 	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
 	t.Cleanup(d.Close)
 	return d
@@ -113,8 +120,24 @@ func (d *Server) User(accessKey string) (secret string, policies []string, ok bo
 func (d *Server) PolicyBuckets(name string) ([]string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b, ok := d.policies[name]
-	return append([]string(nil), b...), ok
+	p, ok := d.policies[name]
+	return append([]string(nil), p.buckets...), ok
+}
+
+// AdminWrites counts the admin calls that created or changed something.
+func (d *Server) AdminWrites() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writes
+}
+
+// AttachPolicy attaches a policy directly, as someone with mc would.
+func (d *Server) AttachPolicy(user, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if u, ok := d.users[user]; ok {
+		u.policies = append(u.policies, name)
+	}
 }
 
 // signer is the access key a request is signed with.
@@ -130,7 +153,7 @@ func signer(r *http.Request) string {
 // allowed says whether user may act on bucket through its policies.
 func (d *Server) allowed(u *user, bucket string) bool {
 	for _, p := range u.policies {
-		if slices.Contains(d.policies[p], bucket) {
+		if slices.Contains(d.policies[p].buckets, bucket) {
 			return true
 		}
 	}
@@ -244,6 +267,40 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 	switch op := strings.TrimPrefix(r.URL.Path, "/minio/admin/v3/"); {
+	case op == "info-canned-policy" && r.Method == http.MethodGet:
+		name := r.URL.Query().Get("name")
+		p, ok := d.policies[name]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchPolicy", "The canned policy does not exist.")
+			return
+		}
+		// MinIO answers with the policy re-indented, not as it was given.
+		var v any
+		_ = json.Unmarshal(p.raw, &v)
+		pretty, _ := json.MarshalIndent(v, "", " ")
+		_ = json.NewEncoder(w).Encode(madmin.PolicyInfo{PolicyName: name, Policy: pretty})
+	case op == "user-info" && r.Method == http.MethodGet:
+		u, ok := d.users[r.URL.Query().Get("accessKey")]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(madmin.UserInfo{PolicyName: strings.Join(u.policies, ","), Status: madmin.AccountEnabled})
+	case op == "idp/builtin/policy/detach" && r.Method == http.MethodPost:
+		var req madmin.PolicyAssociationReq
+		if !decrypt(&req) {
+			return
+		}
+		u, ok := d.users[req.User]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+			return
+		}
+		u.policies = slices.DeleteFunc(u.policies, func(p string) bool { return slices.Contains(req.Policies, p) })
+		d.writes++
+		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesDetached: req.Policies, UpdatedAt: time.Now()})
+		enc, _ := madmin.EncryptData(SecretKey, b)
+		_, _ = w.Write(enc)
 	case op == "add-canned-policy" && r.Method == http.MethodPut:
 		var p struct {
 			Statement []struct {
@@ -264,7 +321,8 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		d.policies[r.URL.Query().Get("name")] = buckets
+		d.policies[r.URL.Query().Get("name")] = policy{raw: body, buckets: buckets}
+		d.writes++
 	case op == "add-user" && r.Method == http.MethodPut:
 		var req madmin.AddOrUpdateUserReq
 		if !decrypt(&req) {
@@ -280,6 +338,7 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		} else {
 			d.users[k] = &user{secret: req.SecretKey}
 		}
+		d.writes++
 	case op == "idp/builtin/policy/attach" && r.Method == http.MethodPost:
 		var req madmin.PolicyAssociationReq
 		if !decrypt(&req) {
@@ -305,6 +364,7 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		u.policies = append(u.policies, added...)
+		d.writes++
 		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesAttached: added, UpdatedAt: time.Now()})
 		enc, err := madmin.EncryptData(SecretKey, b)
 		if err != nil {
