@@ -37,7 +37,7 @@ func (a *app) statusCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Service, s.Container, s.State, dash(s.Health), dash(s.GPU), dash(s.RayState))
 			}
 			tw.Flush()
-			fmt.Fprintf(a.out, "\nRay: %s\n", st.Ray)
+			fmt.Fprint(a.out, a.next(fmt.Sprintf("\nRay: %s\n", st.Ray)))
 			if u := st.URLs; u != nil {
 				fmt.Fprintf(a.out, "Ray dashboard %s · Jupyter %s · Grafana %s · MinIO console %s\n", u.RayDashboard, u.Jupyter, u.Grafana, u.MinIOConsole)
 			}
