@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -58,7 +59,7 @@ and verifies them.`,
 	pf.BoolVar(&a.json, "json", false, "machine-readable output (JSON)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "more detail")
 	pf.StringVar(&a.stateDir, "state-dir", "", "where the lab's generated files and credentials live (default ~/.mltrain/<project>)")
-	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix")
+	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix (lowercase, at most "+strconv.Itoa(lab.MaxProjectLen)+" characters)")
 
 	root.AddCommand(
 		a.versionCmd(),
@@ -67,6 +68,9 @@ and verifies them.`,
 		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(),
 		a.dataCmd(), a.labCmd(), a.verifyCmd(),
 	)
+	// cobra adds 'completion' when it executes; add it now so its mistakes
+	// are usage errors too.
+	root.InitDefaultCompletionCmd()
 	usageErrors(root)
 	usageChecks := root.PersistentPreRunE
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {

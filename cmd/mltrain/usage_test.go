@@ -57,6 +57,7 @@ func TestUsageErrorsExit2WithNext(t *testing.T) {
 			"run 'mltrain data food11 --help'"},
 		{[]string{"images", "bogus"}, `unknown command "bogus" for "mltrain images"`, "run 'mltrain images --help'"},
 		{[]string{"version", "x"}, `mltrain version takes no arguments (got "x")`, "run 'mltrain version --help'"},
+		{[]string{"completion", "nushell"}, `unknown command "nushell" for "mltrain completion"`, "run 'mltrain completion --help'"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
