@@ -20,8 +20,15 @@ const GrafanaAdminUser = "admin"
 // every later command (MinIO data and Grafana's database outlive containers,
 // so the secrets must too).
 type Credentials struct {
-	MinIOAccessKey       string `json:"minio_access_key"` // MinIO root user, also AWS_ACCESS_KEY_ID
-	MinIOSecretKey       string `json:"minio_secret_key"` // MinIO root password, also AWS_SECRET_ACCESS_KEY
+	// MinIO's root user: mltrain's own (bucket and lab user creation,
+	// verify, the fault exercise's reads) and the console's login; never in
+	// a container but MinIO's.
+	MinIOAccessKey string `json:"minio_access_key"`
+	MinIOSecretKey string `json:"minio_secret_key"`
+	// MinIO's lab user, limited to the bucket "ray": AWS_ACCESS_KEY_ID and
+	// AWS_SECRET_ACCESS_KEY of Jupyter and the Ray nodes.
+	MinIOLabAccessKey    string `json:"minio_lab_access_key"`
+	MinIOLabSecretKey    string `json:"minio_lab_secret_key"`
 	GrafanaAdminPassword string `json:"grafana_admin_password"`
 	JupyterToken         string `json:"jupyter_token"`
 	RayAuthToken         string `json:"ray_auth_token"`
@@ -32,6 +39,8 @@ func (c Credentials) Validate() error {
 	for _, f := range []struct{ name, v string }{
 		{"minio_access_key", c.MinIOAccessKey},
 		{"minio_secret_key", c.MinIOSecretKey},
+		{"minio_lab_access_key", c.MinIOLabAccessKey},
+		{"minio_lab_secret_key", c.MinIOLabSecretKey},
 		{"grafana_admin_password", c.GrafanaAdminPassword},
 		{"jupyter_token", c.JupyterToken},
 		{"ray_auth_token", c.RayAuthToken},
@@ -62,6 +71,9 @@ func fill(c *Credentials) bool {
 	}
 	set(&c.MinIOAccessKey, rand.Text()[:20])
 	set(&c.MinIOSecretKey, rand.Text()+rand.Text()[:14])
+	// MinIO accepts access keys of 3-20 characters and secrets of 8-40.
+	set(&c.MinIOLabAccessKey, "lab"+rand.Text()[:17])
+	set(&c.MinIOLabSecretKey, rand.Text()+rand.Text()[:14])
 	set(&c.GrafanaAdminPassword, rand.Text())
 	set(&c.JupyterToken, randHex(24))
 	set(&c.RayAuthToken, randHex(32))

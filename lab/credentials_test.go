@@ -40,12 +40,14 @@ func TestCredentialsAreRandom(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
 		c := GenerateCredentials()
-		for _, v := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
+		for _, v := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
 			assert.False(t, seen[v], "secret repeated: %s", v)
 			seen[v] = true
 			assert.NotContains(t, v, "$", "Compose would interpolate it")
 		}
 		assert.Len(t, c.MinIOAccessKey, 20)
+		assert.Len(t, c.MinIOLabAccessKey, 20, "MinIO's limit for an access key")
+		assert.Len(t, c.MinIOLabSecretKey, 40, "MinIO's limit for a secret key")
 		assert.GreaterOrEqual(t, len(c.MinIOSecretKey), 40)
 		assert.Len(t, c.RayAuthToken, 64)
 		assert.Len(t, c.JupyterToken, 48)
@@ -100,8 +102,14 @@ func TestOlderCredentialsFileIsCompletedNotReplaced(t *testing.T) {
 	c, err := create(dir)
 	require.NoError(t, err)
 	assert.Equal(t, "OLDKEY", c.MinIOAccessKey)
+	assert.Equal(t, "OLDSECRET", c.MinIOSecretKey)
 	assert.Equal(t, "OLDPW", c.GrafanaAdminPassword)
 	assert.Len(t, c.RayAuthToken, 64)
+	// The lab user is new in this mltrain: the next up creates it in MinIO.
+	assert.Len(t, c.MinIOLabAccessKey, 20)
+	assert.Len(t, c.MinIOLabSecretKey, 40)
+	assert.NotEqual(t, c.MinIOAccessKey, c.MinIOLabAccessKey)
+	require.NoError(t, c.Validate())
 	var stored Credentials
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)

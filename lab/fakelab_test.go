@@ -65,12 +65,15 @@ func newFakeLab(t *testing.T) *fakeLab {
 	require.NoError(t, f.state.WriteJSON(lab.CredentialsFile, lab.Credentials{
 		MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
 		GrafanaAdminPassword: "g", JupyterToken: "j", RayAuthToken: "r"}))
-	f.ray.SetNodes([]ray.Node{
-		{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}},
-		{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
-		{NodeID: "w1", NodeIP: "172.18.0.4", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
-	})
+	f.ray.SetNodes(nodes)
 	return f
+}
+
+// nodes are a ready lab's Ray nodes: the head and two workers with a GPU each.
+var nodes = []ray.Node{
+	{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}},
+	{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
+	{NodeID: "w1", NodeIP: "172.18.0.4", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
 }
 
 func (f *fakeLab) deps(rep progress.Reporter) lab.UpDeps {

@@ -40,20 +40,26 @@ func TestReadGPUReportForms(t *testing.T) {
 }
 
 func TestReadGPUReportErrorsNameTheFile(t *testing.T) {
-	for name, content := range map[string]string{
-		"malformed":      `{"gpus":[`,
-		"not an object":  `[1,2]`,
-		"no gpus key":    `{"devices":[]}`,
-		"gpus a string":  `{"gpus":"two"}`,
-		"unknown vendor": `{"gpus":[{"vendor":"intel","index":0,"uuid":"x"}]}`,
-		"wrong types":    `{"gpus":[{"vendor":"nvidia","index":"zero"}]}`,
-		"driver missing": `{"gpus":[],"problems":[{"code":"driver-missing","message":"no driver bound","fix":"install the driver"}]}`,
+	const shape = `'mltrain gpus --json' writes: {"gpus": [...], "problems": [...]}`
+	for name, c := range map[string]struct{ content, says string }{
+		"malformed":      {`{"gpus":[`, "is not valid JSON"},
+		"an empty array": {`[]`, "holds a JSON array, not the object " + shape},
+		"not an object":  {`[1,2]`, "holds a JSON array, not the object " + shape},
+		"null":           {`null`, "holds null, not the object " + shape},
+		"no gpus key":    {`{"devices":[]}`, `has no "gpus" list: 'mltrain gpus --json' writes {"gpus": [...], "problems": [...]}`},
+		"gpus a string":  {`{"gpus":"two"}`, `"gpus" is a string, not a list`},
+		"unknown vendor": {`{"gpus":[{"vendor":"intel","index":0,"uuid":"x"}]}`, `unknown GPU vendor "intel"`},
+		"wrong types":    {`{"gpus":[{"vendor":"nvidia","index":"zero"}]}`, `"gpus.index" holds a string where 'mltrain gpus --json' writes a number`},
+		"driver missing": {`{"gpus":[],"problems":[{"code":"driver-missing","message":"no driver bound","fix":"install the driver"}]}`, "no driver bound"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := gpusJSON(t, content)
+			p := gpusJSON(t, c.content)
 			_, err := ReadGPUReport(p)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), p)
+			assert.Contains(t, err.Error(), c.says)
+			assert.NotContains(t, err.Error(), "Go value", "no Go type in a user's message")
+			assert.NotContains(t, err.Error(), "Go struct")
 			assert.NotEmpty(t, clierr.Hint(err))
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/compose-spec/compose-go/v2/loader"
+
 	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 )
@@ -102,8 +104,6 @@ type Options struct {
 	RayPortBase int  `json:"ray_port_base,omitempty"` // default DefaultRayPortBase
 }
 
-var projectRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-
 // WithDefaults returns opts with every empty field set to its default.
 func (o Options) WithDefaults() Options {
 	if o.Project == "" {
@@ -135,9 +135,8 @@ func (o Options) Validate() error {
 
 func (o Options) validate() error {
 	o = o.WithDefaults()
-	if !projectRE.MatchString(o.Project) {
-		return clierr.Hintf("use lowercase letters, digits, '-' and '_', starting with a letter or digit, e.g. --project mltrain2",
-			"--project %q is not a valid Compose project name", o.Project)
+	if err := checkProject(o.Project); err != nil {
+		return err
 	}
 	if err := checkRayVersion(o.RayVersion); err != nil {
 		return err
@@ -175,6 +174,34 @@ func (o Options) validate() error {
 		}
 	}
 	return checkPorts(o.Ports)
+}
+
+// MaxProjectLen is the longest --project: every name derived from it stays
+// legal. The longest are worker containers, <project>-ray-worker-NNN, which
+// the engine's DNS serves on the lab's network, where a name is one DNS label
+// (at most 63 bytes, RFC 1035). Volumes (<project>_prometheus-data), the
+// network (<project>_default) and the state dir (~/.mltrain/<project>) are
+// path components, limited to 255 bytes, so they fit with room to spare.
+const MaxProjectLen = 63 - len("-ray-worker-") - 3
+
+// CheckProject is the one rule for --project, used by every command: Compose's
+// project-name rule (compose-go leaves the name as it is when it normalises
+// it) and MaxProjectLen. Errors are usage errors (exit 2).
+func CheckProject(name string) error {
+	return clierr.WithCode(checkProject(name), clierr.ExitUsage)
+}
+
+func checkProject(name string) error {
+	if name == "" || loader.NormalizeProjectName(name) != name {
+		return clierr.Hintf("use lowercase letters, digits, '-' and '_', starting with a letter or digit, e.g. --project mltrain2",
+			"--project %q is not a valid Compose project name", name)
+	}
+	if len(name) > MaxProjectLen {
+		return clierr.Hintf(fmt.Sprintf("use a name of at most %d characters, e.g. --project %s", MaxProjectLen, name[:min(len(name), 12)]),
+			"--project is %d characters long; at most %d keep the names derived from it legal (a container <project>-ray-worker-N is a DNS name of at most 63)",
+			len(name), MaxProjectLen)
+	}
+	return nil
 }
 
 func knownRole(r Role) bool {

@@ -15,7 +15,8 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 )
 
-var creds = Credentials{MinIOAccessKey: "a", MinIOSecretKey: "b", GrafanaAdminPassword: "c", JupyterToken: "d", RayAuthToken: "e"}
+var creds = Credentials{MinIOAccessKey: "a", MinIOSecretKey: "b", MinIOLabAccessKey: "la", MinIOLabSecretKey: "lb",
+	GrafanaAdminPassword: "c", JupyterToken: "d", RayAuthToken: "e"}
 
 func nv(n int) []gpu.GPU {
 	var out []gpu.GPU

@@ -152,7 +152,9 @@ func (r renderer) setEnv(s *types.ServiceConfig, kv ...string) {
 }
 
 // rayEnv is what every Ray process (head, workers, Jupyter's driver) needs:
-// the token, and MinIO as S3 for Ray Train checkpoints.
+// the token, and MinIO as S3 for Ray Train checkpoints, as the lab user
+// limited to the bucket "ray": students' code runs here, and MinIO's root
+// key would let it delete or replace anything in MinIO.
 func (r renderer) rayEnv(s *types.ServiceConfig) {
 	c := r.p.Credentials
 	r.setEnv(s,
@@ -160,8 +162,8 @@ func (r renderer) rayEnv(s *types.ServiceConfig) {
 		"RAY_AUTH_TOKEN", c.RayAuthToken,
 		"RAY_USAGE_STATS_ENABLED", "0",
 		"AWS_ENDPOINT_URL", fmt.Sprintf("http://%s:%d", MinIOService, minioAPIPort),
-		"AWS_ACCESS_KEY_ID", c.MinIOAccessKey,
-		"AWS_SECRET_ACCESS_KEY", c.MinIOSecretKey,
+		"AWS_ACCESS_KEY_ID", c.MinIOLabAccessKey,
+		"AWS_SECRET_ACCESS_KEY", c.MinIOLabSecretKey,
 		"AWS_DEFAULT_REGION", s3Region,
 		// Drivers run on the head: it must pick the workers' backend
 		// (gloo on CPU rehearsal, not NCCL) the same way train.py does there.

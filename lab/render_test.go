@@ -30,6 +30,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var fixedCreds = Credentials{
 	MinIOAccessKey:       "TESTACCESSKEY0000000",
 	MinIOSecretKey:       "TESTSECRETKEY000000000000000000000000000",
+	MinIOLabAccessKey:    "TESTLABKEY0000000000",
+	MinIOLabSecretKey:    "TESTLABSECRET000000000000000000000000000",
 	GrafanaAdminPassword: "TESTGRAFANAPASSWORD0000000",
 	JupyterToken:         "0123456789abcdef0123456789abcdef0123456789abcdef",
 	RayAuthToken:         "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
@@ -407,4 +409,27 @@ func writeCase(t *testing.T, c goldenCase) (Plan, string) {
 	_, err = write(StateDir(dir), plan)
 	require.NoError(t, err)
 	return plan, dir
+}
+
+// MinIO's root key is MinIO's alone: Jupyter and the Ray nodes, where
+// students' code runs, hold the lab user limited to the bucket "ray".
+func TestOnlyMinIOHoldsTheRootKey(t *testing.T) {
+	for _, c := range goldenCases() {
+		proj := render(t, c)
+		for name, s := range proj.Services {
+			if name == MinIOService {
+				assert.Equal(t, fixedCreds.MinIOAccessKey, *s.Environment["MINIO_ROOT_USER"])
+				continue
+			}
+			for k, v := range s.Environment {
+				require.NotNil(t, v, "%s %s", name, k)
+				assert.NotEqual(t, fixedCreds.MinIOAccessKey, *v, "%s %s: MinIO's root user", name, k)
+				assert.NotEqual(t, fixedCreds.MinIOSecretKey, *v, "%s %s: MinIO's root password", name, k)
+			}
+			if name == JupyterService || name == HeadService || strings.HasPrefix(name, "ray-worker-") {
+				assert.Equal(t, fixedCreds.MinIOLabAccessKey, *s.Environment["AWS_ACCESS_KEY_ID"], name)
+				assert.Equal(t, fixedCreds.MinIOLabSecretKey, *s.Environment["AWS_SECRET_ACCESS_KEY"], name)
+			}
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,4 +21,14 @@ func TestURLsAndProbes(t *testing.T) {
 	assert.Equal(t, "http://10.0.0.5:3000", MakeURLs(p).Grafana, "ports bound to one address are reached there")
 	assert.Equal(t, "http://10.0.0.5:3000", probeAddrs(p).Grafana)
 	assert.Equal(t, "http://127.0.0.1:9090", probeAddrs(p).Prometheus, "loopback-only ports stay on loopback")
+}
+
+// No chown makes a read-only filesystem writable: its hint is another dir.
+func TestUnwritableHintFitsAReadOnlyFilesystem(t *testing.T) {
+	ro := unwritableHint("/srv/lab", &fs.PathError{Op: "open", Path: "/srv/lab/.write-test-1", Err: syscall.EROFS})
+	assert.Contains(t, ro, "/srv/lab is on a read-only filesystem")
+	assert.Contains(t, ro, "--state-dir DIR")
+	assert.NotContains(t, ro, "chown")
+	perm := unwritableHint("/srv/lab", &fs.PathError{Op: "open", Path: "/srv/lab/.write-test-1", Err: syscall.EACCES})
+	assert.Contains(t, perm, "sudo chown -R $USER /srv/lab")
 }

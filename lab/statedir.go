@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/mltrain/mltrain/internal/atomicfile"
 	"github.com/mltrain/mltrain/internal/clierr"
@@ -54,20 +55,28 @@ func RecordFile(name string) string { return filepath.Join(RecordsDir, name+".js
 // state dir still serves status, logs and verify.
 func (d StateDir) Ensure() error {
 	dir := string(d)
-	hint := fmt.Sprintf("make %s writable ('sudo chown -R $USER %s') or choose another with --state-dir DIR", dir, dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s cannot be created: %w", dir, err), hint)
+		return clierr.WithHint(fmt.Errorf("state dir %s cannot be created: %w", dir, err), unwritableHint(dir, err))
 	}
 	f, err := os.CreateTemp(dir, ".write-test-*")
 	if err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s is not writable: %w", dir, err), hint)
+		return clierr.WithHint(fmt.Errorf("state dir %s is not writable: %w", dir, err), unwritableHint(dir, err))
 	}
 	name := f.Name()
 	f.Close()
 	if err := os.Remove(name); err != nil {
-		return clierr.WithHint(fmt.Errorf("state dir %s: %w", dir, err), hint)
+		return clierr.WithHint(fmt.Errorf("state dir %s: %w", dir, err), unwritableHint(dir, err))
 	}
 	return nil
+}
+
+// unwritableHint says how to get a writable state dir: no chown makes a
+// read-only filesystem writable, so there the way is another directory.
+func unwritableHint(dir string, err error) string {
+	if errors.Is(err, syscall.EROFS) {
+		return fmt.Sprintf("%s is on a read-only filesystem: copy its files to a writable directory (credentials.json holds the lab's secrets) and use that with --state-dir DIR; status, logs and verify still read it where it is", dir)
+	}
+	return fmt.Sprintf("make %s writable ('sudo chown -R $USER %s') or choose another with --state-dir DIR", dir, dir)
 }
 
 // WriteJSON stores v as indented JSON at rel (atomically, mode 0600),

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/dockerfiles"
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
@@ -57,8 +59,34 @@ type UpResult struct {
 
 // Up brings the lab up and proves it ready. A failed first up (no lab
 // containers existed before) removes the containers it made unless
-// NoRollback; volumes are never removed by a rollback.
+// NoRollback; volumes are never removed by a rollback. An interrupted up's
+// error hint says what it leaves behind.
 func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
+	var left leftBehind
+	res, err := up(ctx, d, o, &left)
+	if err != nil && ctx.Err() != nil {
+		err = clierr.WithHint(err, left.String())
+	}
+	return res, err
+}
+
+// leftBehind is what an up stopped part way has left in place.
+type leftBehind struct {
+	applying   bool // containers were being created or started
+	rolledBack bool // ... and this first up's were removed again
+}
+
+func (l leftBehind) String() string {
+	switch {
+	case l.rolledBack:
+		return "rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose.yaml are kept"
+	case l.applying:
+		return "the lab's containers are kept as they were left, some perhaps not ready"
+	}
+	return "no container was started; the state dir's credentials and compose.yaml are kept"
+}
+
+func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Minute
 	}
@@ -101,10 +129,6 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
 		return res, err
 	}
-	if err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
-		return res, err
-	}
-
 	var refs []string
 	for _, name := range project.ServiceNames() {
 		refs = append(refs, project.Services[name].Image)
@@ -115,11 +139,19 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 	}
 	imgRes, err := images.Ensure(ctx, d.Engine, req, o.Images, rep)
 	res.Images = imgRes
+	if ue := (*images.UnavailableError)(nil); errors.As(err, &ue) {
+		return res, clierr.WithHint(err, ue.Hint("give 'mltrain up' images this host already has: "+imageFlags()))
+	}
 	if err != nil {
 		return res, err
 	}
 	for _, w := range imgRes.Warnings {
 		progress.Warning(rep, w)
+	}
+	// After the images: a host that cannot have them is left without a
+	// volume it did not ask for.
+	if err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
+		return res, err
 	}
 
 	before, err := d.Engine.ContainerList(ctx, map[string]string{labels.Project: project.Name})
@@ -137,10 +169,15 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 		if _, rerr := compose.Down(rctx, d.Engine, project.Name, 5*time.Second, false, rep); rerr != nil {
 			return res, errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
+		left.rolledBack = true
 		progress.Note(rep, "rolled back: removed this first up's containers (volumes kept); 'mltrain up --no-rollback' keeps them for inspection")
 		return res, err
 	}
 
+	if err := ctx.Err(); err != nil { // interrupted: start nothing
+		return res, fmt.Errorf("before starting the lab's containers: %w", err)
+	}
+	left.applying = true
 	res.Apply, err = compose.Apply(ctx, d.Engine, project, compose.ApplyOptions{
 		Reporter: rep, WorkingDir: project.WorkingDir, ConfigFiles: project.ComposeFiles,
 		StopTimeout: o.StopTimeout, HealthTimeout: o.Timeout,
@@ -164,8 +201,43 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
 		return fail(err)
 	}
 	res.BucketMade = made
+	if err := ensureLabUser(ctx, probes, creds, rep); err != nil {
+		return fail(err)
+	}
 	if err := o.StateDir.SaveState(State{Project: plan.Project, Plan: plan, URLs: res.URLs, Probes: probes, UpAt: time.Now().UTC()}); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// ensureLabUser makes MinIO's lab user, limited to the bucket, whose keys
+// Jupyter and the Ray nodes hold (the root key stays mltrain's own).
+func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progress.Reporter) error {
+	const step = "minio lab user"
+	progress.Begin(rep, step, "")
+	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
+	changed := false
+	if err == nil {
+		changed, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+	}
+	if err != nil {
+		progress.Failed(rep, step, err)
+		return err
+	}
+	what := "in place"
+	if changed {
+		what = "set"
+	}
+	// No key in the message: progress events end up in CI logs.
+	progress.End(rep, step, fmt.Sprintf("%s, bucket %q only", what, store.DefaultBucket))
+	return nil
+}
+
+// imageFlags lists the flags that replace a role's image.
+func imageFlags() string {
+	flags := make([]string, len(Roles))
+	for i, r := range Roles {
+		flags[i] = "--image-" + string(r) + " REF"
+	}
+	return strings.Join(flags, ", ")
 }

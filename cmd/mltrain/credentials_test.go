@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -45,4 +46,77 @@ func TestMissingCredentialsAreNeverMinted(t *testing.T) {
 			assert.True(t, os.IsNotExist(statErr), "no new credentials.json appears")
 		})
 	}
+}
+
+func secrets(c lab.Credentials) []string {
+	return []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey,
+		c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken}
+}
+
+// up prints the credentials it created, and only then; its --json never
+// holds them; 'mltrain credentials' shows them again.
+func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
+	c := lab.GenerateCredentials()
+	res := lab.UpResult{Plan: lab.Plan{Project: "ncaudit", Mode: lab.ModeCPU}, Credentials: c, CredentialsCreated: true,
+		StateDir: lab.StateDir("/srv/labs/ncaudit"),
+		URLs:     lab.URLs{RayDashboard: "http://h:8265", Jupyter: "http://h:8888/lab", Grafana: "http://h:3000", MinIOConsole: "http://h:9001"}}
+
+	var out bytes.Buffer
+	a := newApp(&out, &bytes.Buffer{})
+	a.project = "ncaudit"
+	a.printUp(res)
+	for _, s := range secrets(c) {
+		assert.Contains(t, out.String(), s, "the up that created them prints them")
+	}
+	assert.Contains(t, out.String(), "http://h:8888/lab?token="+c.JupyterToken)
+	assert.Contains(t, out.String(), "'mltrain --project ncaudit credentials' shows them again")
+	assert.Contains(t, out.String(), "Next: 'mltrain --project ncaudit data food11' (if not done), then 'mltrain --project ncaudit lab guide'.")
+
+	out.Reset()
+	res.CredentialsCreated = false
+	a.printUp(res)
+	for _, s := range secrets(c) {
+		assert.NotContains(t, out.String(), s, "a later up prints no secret")
+	}
+	assert.Contains(t, out.String(), "Credentials: 'mltrain --project ncaudit credentials' (kept in /srv/labs/ncaudit/credentials.json, mode 0600)")
+	assert.Contains(t, out.String(), "http://h:8888/lab\n", "the URLs without the token")
+
+	res.CredentialsCreated = true
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	for _, s := range secrets(c) {
+		assert.NotContains(t, string(b), s, "up --json holds no secret")
+	}
+	assert.Contains(t, string(b), `"credentials_created":true`)
+}
+
+func TestCredentialsShowsThemAgainAndNeverCreates(t *testing.T) {
+	dir := lab.StateDir(t.TempDir())
+	_, stderr, code := runOffline(t, "credentials", "--state-dir", dir.Path())
+	assert.Equal(t, clierr.ExitFailure, code)
+	assert.Contains(t, stderr, "Error: the lab's credentials file "+dir.File(lab.CredentialsFile)+" is missing\n")
+	assert.Contains(t, stderr, "Next: run 'mltrain --state-dir "+dir.Path()+" up'")
+	entries, err := os.ReadDir(dir.Path())
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing created")
+
+	c, _, err := dir.CreateCredentials()
+	require.NoError(t, err)
+	require.NoError(t, dir.SaveState(lab.State{Project: "mltrain", URLs: lab.URLs{Jupyter: "http://h:8888/lab"}}))
+	stdout, stderr, code := runOffline(t, "credentials", "--state-dir", dir.Path())
+	require.Equal(t, 0, code, stderr)
+	for _, s := range secrets(c) {
+		assert.Contains(t, stdout, s)
+	}
+	assert.Contains(t, stdout, "http://h:8888/lab?token="+c.JupyterToken)
+
+	stdout, stderr, code = runOffline(t, "credentials", "--json", "--state-dir", dir.Path())
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		File        string          `json:"file"`
+		Credentials lab.Credentials `json:"credentials"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	assert.Equal(t, c, got.Credentials)
+	assert.Equal(t, dir.File(lab.CredentialsFile), got.File)
 }

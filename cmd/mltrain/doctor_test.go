@@ -50,7 +50,7 @@ func TestDoctorHumanUnreachableEngine(t *testing.T) {
 	out, _, code := run(t, "doctor", "--host-ip", "192.0.2.4")
 	assert.Equal(t, 1, code)
 	assert.Regexp(t, `FAIL\s+docker\s+docker engine at unix:///nonexistent/docker.sock is not reachable`, out)
-	assert.Contains(t, out, "fix: start Docker")
+	assert.Contains(t, out, "fix: DOCKER_HOST=unix:///nonexistent/docker.sock points mltrain at that engine: start it or fix DOCKER_HOST, or 'unset DOCKER_HOST' to use this host's Docker", "the hint names what pointed at the dead engine")
 	assert.Regexp(t, `WARN\s+gpus\s+no GPU hardware`, out)
 	assert.Contains(t, out, "failed: not ready")
 }

@@ -52,7 +52,7 @@ never removed by down.`,
 		}
 		fmt.Fprintf(a.out, "Removed %d containers of lab %q.", len(removed), a.project)
 		if !volumes {
-			fmt.Fprint(a.out, " Volumes kept ('mltrain down --volumes' removes them).")
+			fmt.Fprint(a.out, a.next(" Volumes kept ('mltrain down --volumes' removes them)."))
 		}
 		fmt.Fprintln(a.out)
 		return nil

@@ -53,7 +53,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 				if a.json {
 					return printJSON(a.out, exercise.Specs)
 				}
-				_, err := fmt.Fprint(a.out, exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))))
+				_, err := fmt.Fprint(a.out, a.next(exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress)))))
 				return err
 			}
 			if name != "all" && !slices.Contains(exercise.Names, name) {
@@ -115,7 +115,7 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 		if i > 0 {
 			fmt.Fprintln(a.out)
 		}
-		fmt.Fprint(a.out, r.Text())
+		fmt.Fprint(a.out, a.next(r.Text()))
 	}
 	return err
 }

@@ -14,6 +14,7 @@ func (a *app) logsCmd() *cobra.Command {
 		Short: "Show a service's logs (all services when none is named)",
 		Args:  cobra.MaximumNArgs(1),
 	}
+	cmd.ValidArgsFunction = a.completeLogs
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
 	cmd.Flags().StringVar(&tail, "tail", "200", `lines to show from the end ("all" for everything)`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

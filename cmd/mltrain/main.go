@@ -19,9 +19,10 @@ func main() {
 		os.Exit(code) // this process was the dataset extractor inside a helper container
 	}
 	ctx, stop := withSignals(context.Background())
-	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	a := newApp(os.Stdout, os.Stderr)
+	err := a.root().ExecuteContext(ctx)
 	stop()
-	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:])))
+	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:]), a.next))
 }
 
 // withSignals returns a context that SIGINT or SIGTERM cancels with the

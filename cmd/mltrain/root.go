@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -36,15 +37,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).
 
 // newApp is the CLI's state before flags are parsed; tests replace connect.
 func newApp(out, errOut io.Writer) *app {
-	a := &app{out: out, errOut: errOut}
-	a.connect = func(ctx context.Context) (docker.Engine, error) {
-		e, err := docker.Connect(ctx)
-		if err != nil {
-			return nil, clierr.WithHint(err, "start Docker ('sudo systemctl start docker') or set DOCKER_HOST, then run 'mltrain doctor'")
-		}
-		return e, nil
-	}
-	return a
+	return &app{out: out, errOut: errOut, connect: connectEngine}
 }
 
 func (a *app) root() *cobra.Command {
@@ -66,16 +59,31 @@ and verifies them.`,
 	pf.BoolVar(&a.json, "json", false, "machine-readable output (JSON)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "more detail")
 	pf.StringVar(&a.stateDir, "state-dir", "", "where the lab's generated files and credentials live (default ~/.mltrain/<project>)")
-	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix")
+	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix (lowercase, at most "+strconv.Itoa(lab.MaxProjectLen)+" characters)")
 
 	root.AddCommand(
 		a.versionCmd(),
 		a.gpusCmd(), a.doctorCmd(),
 		a.renderCmd(), a.buildCmd(), a.imagesCmd(),
-		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(),
+		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(),
 		a.dataCmd(), a.labCmd(), a.verifyCmd(),
 	)
+	// cobra adds 'completion' when it executes; add it now so its mistakes
+	// are usage errors too.
+	root.InitDefaultCompletionCmd()
 	usageErrors(root)
+	usageChecks := root.PersistentPreRunE
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := usageChecks(c, args); err != nil {
+			return err
+		}
+		// Every command names its lab by --project: check it before any
+		// name derived from it reaches the engine or the filesystem.
+		if err := lab.CheckProject(a.project); err != nil {
+			return clierr.Usage(err, c.CommandPath())
+		}
+		return nil
+	}
 	return root
 }
 
@@ -174,10 +182,7 @@ func interrupted(ctx context.Context, err error, args []string) error {
 func rerunLine(args []string) string {
 	words := []string{"mltrain"}
 	for _, a := range args {
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !strings.ContainsRune(shellSafe, r) }) {
-			a = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(a) + `"`
-		}
-		words = append(words, a)
+		words = append(words, shellWord(a))
 	}
 	return strings.Join(words, " ")
 }
@@ -185,12 +190,12 @@ func rerunLine(args []string) string {
 const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,"
 
 // report prints err as every command's error reads (the error, then the
-// Next line) and returns the exit code.
-func report(w io.Writer, err error) int {
+// Next line, written by next) and returns the exit code.
+func report(w io.Writer, err error, next func(string) string) int {
 	if err != nil && !clierr.IsSilent(err) {
 		fmt.Fprintf(w, "Error: %v\n", err)
 		if h := clierr.Hint(err); h != "" {
-			fmt.Fprintf(w, "Next: %s\n", h)
+			fmt.Fprintf(w, "Next: %s\n", next(h))
 		}
 	}
 	return clierr.Code(err)
@@ -208,16 +213,27 @@ func (a *app) StateDir() lab.StateDir {
 // on a terminal, otherwise one line per step. Call the returned func when done.
 func (a *app) reporter() (progress.Reporter, func()) {
 	if a.json {
-		return progress.NewJSON(a.errOut), func() {}
+		return nextSteps{progress.NewJSON(a.errOut), a.next}, func() {}
 	}
 	if liveTerminal(a.errOut) {
 		t := progress.NewTTY(a.errOut)
 		t.SetVerbose(a.verbose)
-		return t, t.Close
+		return nextSteps{t, a.next}, t.Close
 	}
 	l := progress.NewLines(a.errOut)
 	l.Verbose = a.verbose
-	return l, func() {}
+	return nextSteps{l, a.next}, func() {}
+}
+
+// nextSteps writes the commands that warnings and notes name for this lab.
+type nextSteps struct {
+	progress.Reporter
+	next func(string) string
+}
+
+func (n nextSteps) Report(e progress.Event) {
+	e.Message = n.next(e.Message)
+	n.Reporter.Report(e)
 }
 
 // liveTerminal reports whether w can show the live view: a terminal that

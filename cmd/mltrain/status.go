@@ -37,7 +37,7 @@ container (an up that did not finish).`,
 				return st.MissingError()
 			}
 			if len(st.Services) == 0 && len(st.Missing) == 0 {
-				fmt.Fprintf(a.out, "Lab %q has no containers. Next: 'mltrain up'.\n", a.project)
+				fmt.Fprint(a.out, a.next(fmt.Sprintf("Lab %q has no containers. Next: 'mltrain up'.\n", a.project)))
 				for _, n := range st.Notes {
 					fmt.Fprintf(a.out, "Note: %s\n", n)
 				}
@@ -48,7 +48,7 @@ container (an up that did not finish).`,
 				return err
 			}
 			if len(st.Next) > 0 {
-				fmt.Fprintf(a.out, "Next: %s\n", strings.Join(st.Next, "; "))
+				fmt.Fprint(a.out, a.next("Next: "+strings.Join(st.Next, "; ")+"\n"))
 			}
 			return nil
 		},

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,25 +71,32 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		if a.json {
 			return printJSON(a.out, res)
 		}
-		printUp(a.out, res)
+		a.printUp(res)
 		return nil
 	}
 	return cmd
 }
 
-func printUp(w io.Writer, r lab.UpResult) {
+// printUp says the lab is ready and where. The credentials are printed by
+// the up that created them; later ups name 'mltrain credentials' instead,
+// so a re-run's output (often pasted into chats and tickets) holds no secret.
+func (a *app) printUp(r lab.UpResult) {
+	var b strings.Builder
 	p := r.Plan
-	fmt.Fprintf(w, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
+	fmt.Fprintf(&b, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
 	if n := len(r.Apply.Created) + len(r.Apply.Recreated) + len(r.Apply.Started); n == 0 {
-		fmt.Fprint(w, "; nothing changed")
+		fmt.Fprint(&b, "; nothing changed")
 	}
-	fmt.Fprint(w, ").\n\n")
-	c := r.Credentials
-	fmt.Fprintf(w, "  Ray dashboard   %s\n", r.URLs.RayDashboard)
-	fmt.Fprintf(w, "                  token: %s\n", c.RayAuthToken)
-	fmt.Fprintf(w, "  Jupyter         %s?token=%s\n", r.URLs.Jupyter, c.JupyterToken)
-	fmt.Fprintf(w, "  Grafana         %s  (anonymous viewer; admin / %s)\n", r.URLs.Grafana, c.GrafanaAdminPassword)
-	fmt.Fprintf(w, "  MinIO console   %s  (%s / %s)\n", r.URLs.MinIOConsole, c.MinIOAccessKey, c.MinIOSecretKey)
-	fmt.Fprintf(w, "\nCredentials are kept in %s (mode 0600).\n", r.StateDir.File(lab.CredentialsFile))
-	fmt.Fprintln(w, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
+	fmt.Fprint(&b, ").\n\n")
+	writeURLs(&b, r.URLs)
+	file := r.StateDir.File(lab.CredentialsFile)
+	if r.CredentialsCreated {
+		fmt.Fprintf(&b, "\nThe lab's new credentials, shown once here ('mltrain credentials' shows them again):\n")
+		writeCredentials(&b, r.URLs, r.Credentials)
+		fmt.Fprintf(&b, "They are kept in %s (mode 0600).\n", file)
+	} else {
+		fmt.Fprintf(&b, "\nCredentials: 'mltrain credentials' (kept in %s, mode 0600).\n", file)
+	}
+	fmt.Fprintln(&b, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
+	fmt.Fprint(a.out, a.next(b.String()))
 }

@@ -26,7 +26,7 @@ func runOffline(t *testing.T, args ...string) (string, string, int) {
 	}
 	root := a.root()
 	root.SetArgs(args)
-	code := report(&errOut, root.ExecuteContext(context.Background()))
+	code := report(&errOut, root.ExecuteContext(context.Background()), a.next)
 	return out.String(), errOut.String(), code
 }
 
@@ -57,6 +57,7 @@ func TestUsageErrorsExit2WithNext(t *testing.T) {
 			"run 'mltrain data food11 --help'"},
 		{[]string{"images", "bogus"}, `unknown command "bogus" for "mltrain images"`, "run 'mltrain images --help'"},
 		{[]string{"version", "x"}, `mltrain version takes no arguments (got "x")`, "run 'mltrain version --help'"},
+		{[]string{"completion", "nushell"}, `unknown command "nushell" for "mltrain completion"`, "run 'mltrain completion --help'"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
@@ -101,7 +102,7 @@ func TestInterruptedSaysWhatStoppedAndHowToGoOn(t *testing.T) {
 	cause := fmt.Errorf("wait for mltrain-ray-head: %w", context.Canceled)
 
 	var stderr bytes.Buffer
-	code := report(&stderr, interrupted(ctx, cause, []string{"up", "--image-head", "my head:1"}))
+	code := report(&stderr, interrupted(ctx, cause, []string{"up", "--image-head", "my head:1"}), newApp(nil, nil).next)
 	assert.Equal(t, 130, code)
 	assert.Equal(t, "Error: interrupted: mltrain up --image-head \"my head:1\" stopped during: wait for mltrain-ray-head\n"+
 		"Next: run 'mltrain up --image-head \"my head:1\"' again to finish: a re-run converges from whatever is in place\n", stderr.String())

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,9 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 				return err
 			}
 			rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: timeout, DataFull: dataFull})
+			for i := range rep.Checks {
+				rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
+			}
 			if junit != "" {
 				if err := writeJUnitFile(junit, rep); err != nil {
 					return err
@@ -53,7 +57,10 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 			if a.json {
 				err = printJSON(a.out, rep)
 			} else {
-				err = verify.WriteTable(a.out, rep, isTerminal(a.out))
+				var b strings.Builder // its verdict names 'mltrain verify'
+				if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
+					_, err = fmt.Fprint(a.out, a.next(b.String()))
+				}
 			}
 			if err != nil {
 				return err
@@ -69,6 +76,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 	f.StringVar(&junit, "junit", "", "also write the result as JUnit XML to `FILE` (one testsuite per group)")
 	f.DurationVar(&timeout, "timeout", 20*time.Second, "time limit of each check")
 	f.BoolVar(&dataFull, "data-full", false, "count every Food-11 image in the volume (slower) instead of reading its manifest")
+	_ = cmd.RegisterFlagCompletionFunc("only", completeOnly)
 	return cmd
 }
 

@@ -21,6 +21,7 @@ func (a *app) workerCmd() *cobra.Command {
 it is healthy and has rejoined the cluster.`,
 		Args: cobra.ExactArgs(2),
 	}
+	cmd.ValidArgsFunction = a.completeWorker
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil || n < 0 {

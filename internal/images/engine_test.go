@@ -177,11 +177,12 @@ func TestPullOfAbsentImageFailsNamingItAndPreload(t *testing.T) {
 	assert.Equal(t, []string{ref}, ue.Images)
 	msg := err.Error()
 	assert.Contains(t, msg, ref)
-	assert.Contains(t, msg, "mltrain images save")
-	assert.Contains(t, msg, "mltrain images load")
+	assert.NotContains(t, msg, "mltrain images load", "said once, in the hint")
 	assert.Contains(t, clierr.Hint(err), "mltrain images load FILE")
-	assert.GreaterOrEqual(t, eng.pulls.Load(), int32(1))
-	assert.LessOrEqual(t, eng.pulls.Load(), int32(fastRetry.Tries), "retries are bounded")
+	assert.Contains(t, clierr.Hint(err), "mltrain images save FILE")
+	// Without DNS for the registry (this machine) or with it (an absent
+	// repository is refused): either way nothing retrying can fix.
+	assert.EqualValues(t, 1, eng.pulls.Load(), "not retried")
 	assert.True(t, rec.Has("pull "+ref, progress.Fail))
 	_, err = real.ImageInspect(ctx, ref)
 	assert.True(t, docker.IsNotFound(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -23,11 +24,11 @@ type PullResult struct {
 }
 
 // preload is how to get images onto a host that cannot pull them.
-const preload = "on a node that has the images run 'mltrain images save lab-images.tar', copy the file here, " +
-	"then run 'mltrain images load lab-images.tar' (or 'docker load -i lab-images.tar')"
+const preload = "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
 
 // UnavailableError lists the images this host does not have and could not
-// (or, with --pull never, must not) pull, each with its cause.
+// (or, with --pull never, must not) pull, each with its cause; images that
+// one unresolvable registry stopped are listed under it once.
 type UnavailableError struct {
 	Policy PullPolicy
 	Images []string
@@ -38,25 +39,46 @@ func (e *UnavailableError) Error() string {
 	var b strings.Builder
 	if e.Policy == PullNever {
 		fmt.Fprintf(&b, "%d image(s) are not on this host and --pull never forbids pulling them:", len(e.Images))
-	} else {
-		fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
+		for _, ref := range e.Images {
+			fmt.Fprintf(&b, "\n  %s", ref)
+		}
+		return b.String()
 	}
+	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
+	byLookup := map[string][]string{} // a DNS failure -> the images it stopped
+	var lookups []string
 	for _, ref := range e.Images {
+		var d *dnsError
+		if errors.As(e.Causes[ref], &d) {
+			if byLookup[d.lookup] == nil {
+				lookups = append(lookups, d.lookup)
+			}
+			byLookup[d.lookup] = append(byLookup[d.lookup], ref)
+			continue
+		}
 		if c := e.Causes[ref]; c != nil {
 			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
 		} else {
 			fmt.Fprintf(&b, "\n  %s", ref)
 		}
 	}
-	fmt.Fprintf(&b, "\nTo preload them without a registry: %s.", preload)
+	for _, l := range lookups {
+		fmt.Fprintf(&b, "\n  this host cannot resolve the registry's name (%s), so it can pull none of: %s", l, strings.Join(byLookup[l], ", "))
+	}
 	return b.String()
 }
 
-func (e *UnavailableError) hint() string {
+// Hint is what to do, with alt (another way to have the images, such as a
+// command's flags naming images already here) when it is not empty.
+func (e *UnavailableError) Hint(alt string) string {
+	h := preload
 	if e.Policy == PullNever {
-		return "run again with --pull missing, or preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
+		h = "run again with --pull missing, or " + preload
 	}
-	return "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them), then run again"
+	if alt != "" {
+		h += ", or " + alt
+	}
+	return h + ", then run again"
 }
 
 // Pull makes refs present according to opts.Pull, pulling in parallel with
@@ -90,7 +112,7 @@ func Pull(ctx context.Context, eng docker.Engine, refs []string, opts Options, r
 	}
 	if policy == PullNever {
 		e := &UnavailableError{Policy: PullNever, Images: need}
-		return res, clierr.WithHint(e, e.hint())
+		return res, clierr.WithHint(e, e.Hint(""))
 	}
 
 	parallel := opts.Parallel
@@ -136,7 +158,7 @@ func Pull(ctx context.Context, eng docker.Engine, refs []string, opts Options, r
 			e.Images = append(e.Images, ref)
 		}
 		sort.Strings(e.Images)
-		return res, clierr.WithHint(e, e.hint())
+		return res, clierr.WithHint(e, e.Hint(""))
 	}
 	return res, nil
 }
@@ -202,11 +224,30 @@ func withoutPrefix(err error, prefix string) error {
 	return &prefixed{msg: strings.TrimPrefix(err.Error(), prefix), err: err}
 }
 
+// dnsError is a registry name this host cannot resolve. It is not
+// transient: a host without DNS for the registry (a lab node without a
+// registry) does not get it in the next seconds, so it is never retried,
+// and it is said once for every image it stops.
+type dnsError struct {
+	err    error
+	lookup string // "lookup registry-1.docker.io on 10.0.0.53:53: no such host"
+}
+
+func (e *dnsError) Error() string { return e.err.Error() }
+func (e *dnsError) Unwrap() error { return e.err }
+
+// lookupFailure is the resolver's failure as the engine reports it (Go's
+// resolver, or getaddrinfo's "temporary failure in name resolution").
+var lookupFailure = regexp.MustCompile(`(?i)lookup [^\s:]+(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
+
 // classify marks errors that retrying cannot fix as permanent and rate
 // limits as a longer wait; everything else (network, registry 5xx) is retried.
 func classify(err error, retry Retry) error {
 	if err == nil {
 		return nil
+	}
+	if l := lookupFailure.FindString(err.Error()); l != "" {
+		return backoff.Permanent(&dnsError{err: err, lookup: l})
 	}
 	msg := strings.ToLower(err.Error())
 	for _, s := range []string{"toomanyrequests", "too many requests", "rate limit"} {

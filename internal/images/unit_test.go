@@ -137,7 +137,46 @@ func TestPullGivesUpAfterTriesAndDoesNotRetryPermanentErrors(t *testing.T) {
 	assert.Equal(t, []string{"x/flaky:1", "x/gone:1"}, ue.Images)
 	assert.Contains(t, err.Error(), "x/flaky:1: net/http: TLS handshake timeout (after 3 tries)")
 	assert.Contains(t, err.Error(), "x/gone:1: manifest unknown")
-	assert.Equal(t, 1, strings.Count(err.Error(), "mltrain images load"), "the preload advice is given once")
+	assert.NotContains(t, err.Error(), "mltrain images load", "the message says what failed; the hint what to do")
+	assert.Equal(t, 1, strings.Count(clierr.Hint(err), "mltrain images load"), "the preload advice is given once")
+}
+
+// The engine's answer on a host without a registry (no DNS for it): not
+// retried, and said once for all the images it stops.
+func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
+	const lookup = "lookup registry-1.docker.io on 10.255.255.53:53: no such host"
+	f := fake.New()
+	calls := map[string]int{}
+	f.PullFunc = func(ref string) error {
+		calls[ref]++
+		if ref == "x/gone:1" {
+			return errors.New("pull x/gone:1: manifest unknown: manifest unknown")
+		}
+		return fmt.Errorf("pull %s: Error response from daemon: Get \"https://registry-1.docker.io/v2/\": dial tcp: %s", ref, lookup)
+	}
+	refs := []string{"minio/minio:1", "prom/prometheus:2", "grafana/grafana:3", "x/gone:1"}
+	var rec progress.Recorder
+	_, err := Pull(context.Background(), f, refs, Options{Retry: Retry{Tries: 4, Initial: time.Millisecond, Max: time.Millisecond}}, &rec)
+	require.Error(t, err)
+	for _, ref := range refs {
+		assert.Equal(t, 1, calls[ref], "%s: a DNS failure is not transient", ref)
+		assert.False(t, saidPrefix(&rec, "pull "+ref, "try 1 failed"), "no retry is announced")
+	}
+	assert.Equal(t, "could not pull 4 image(s):\n  x/gone:1: manifest unknown: manifest unknown\n"+
+		"  this host cannot resolve the registry's name ("+lookup+"), so it can pull none of: grafana/grafana:3, minio/minio:1, prom/prometheus:2",
+		err.Error())
+	assert.Equal(t, "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them), then run again", clierr.Hint(err))
+
+	var ue *UnavailableError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them), or name images this host has with --image-x, then run again",
+		ue.Hint("name images this host has with --image-x"))
+	for _, msg := range []string{"dial tcp: lookup registry.example: Temporary failure in name resolution",
+		"dial tcp: lookup registry.example on 127.0.0.53:53: server misbehaving", "dial tcp: lookup r.example on 127.0.0.53:53: read udp 127.0.0.1:40000->127.0.0.53:53: i/o timeout"} {
+		var d *dnsError
+		assert.ErrorAs(t, classify(errors.New(msg), Retry{}), &d, msg)
+	}
+	assert.NotErrorAs(t, classify(errors.New("dial tcp 10.0.0.1:443: i/o timeout"), Retry{}), new(*dnsError), "a timeout to an address is not DNS")
 }
 
 func TestRateLimitWaitsLonger(t *testing.T) {

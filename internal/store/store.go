@@ -50,13 +50,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, clierr.Hintf("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to the lab's MinIO credentials ('mltrain up' printed them)",
 			"no MinIO credentials for %s", cfg.Endpoint)
 	}
-	host, secure := cfg.Endpoint, false
-	if strings.Contains(host, "://") {
-		u, err := url.Parse(host)
-		if err != nil || u.Host == "" {
-			return nil, clierr.Hintf("pass --minio-endpoint like http://127.0.0.1:9000", "MinIO endpoint %q is not a URL", cfg.Endpoint)
-		}
-		host, secure = u.Host, u.Scheme == "https"
+	host, secure, err := hostOf(cfg.Endpoint)
+	if err != nil {
+		return nil, err
 	}
 	region := cfg.Region
 	if region == "" {
@@ -73,6 +69,19 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("MinIO client for %s: %w", cfg.Endpoint, err)
 	}
 	return &Client{mc: mc, endpoint: cfg.Endpoint}, nil
+}
+
+// hostOf splits an endpoint ("host:port" or a URL) into the host:port the
+// clients take and whether it uses TLS.
+func hostOf(endpoint string) (string, bool, error) {
+	if !strings.Contains(endpoint, "://") {
+		return endpoint, false, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", false, clierr.Hintf("pass --minio-endpoint like http://127.0.0.1:9000", "MinIO endpoint %q is not a URL", endpoint)
+	}
+	return u.Host, u.Scheme == "https", nil
 }
 
 // Endpoint is the address in use, for messages.

@@ -93,3 +93,69 @@ func TestListCheckpointsBothLayouts(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing")
 }
+
+func TestEnsureBucketUserIsIdempotentAndLimitsTheUser(t *testing.T) {
+	d := storetest.New(t)
+	ctx := context.Background()
+	root := d.Client(t, storetest.AccessKey)
+	_, err := root.EnsureBucket(ctx, "ray")
+	require.NoError(t, err)
+	adm, err := store.NewAdmin(store.Config{Endpoint: d.URL, AccessKey: storetest.AccessKey, SecretKey: storetest.SecretKey})
+	require.NoError(t, err)
+
+	changed, err := adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret1")
+	require.NoError(t, err)
+	assert.True(t, changed)
+	secret, policies, ok := d.User("labuser")
+	require.True(t, ok)
+	assert.Equal(t, "labsecret1", secret)
+	assert.Equal(t, []string{store.BucketPolicyName("ray")}, policies)
+	buckets, ok := d.PolicyBuckets(store.BucketPolicyName("ray"))
+	require.True(t, ok)
+	assert.Equal(t, []string{"ray"}, buckets)
+
+	// Again: everything is in place, nothing is written (each write costs
+	// MinIO an argon2 key derivation).
+	writes := d.AdminWrites()
+	changed, err = adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret1")
+	require.NoError(t, err)
+	assert.False(t, changed)
+	assert.Equal(t, writes, d.AdminWrites(), "a re-run that finds the user in place writes nothing")
+
+	// Someone attached another policy: the user is limited again.
+	d.AttachPolicy("labuser", "readwrite")
+	changed, err = adm.EnsureBucketUser(ctx, "ray", "labuser", "labsecret2")
+	require.NoError(t, err, "MinIO refuses the second attach (already applied), which is fine")
+	assert.True(t, changed)
+	secret, policies, _ = d.User("labuser")
+	assert.Equal(t, "labsecret2", secret)
+	assert.Equal(t, []string{store.BucketPolicyName("ray")}, policies, "the other policy was detached")
+
+	user, err := store.New(store.Config{Endpoint: d.URL, AccessKey: "labuser", SecretKey: "labsecret2"})
+	require.NoError(t, err)
+	_, err = user.ListCheckpoints(ctx, "ray", "")
+	assert.NoError(t, err, "the lab user lists its bucket")
+	_, err = user.ListCheckpoints(ctx, "other", "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "AccessDenied", "another bucket is refused before it is found missing")
+	_, err = user.EnsureBucket(ctx, "other")
+	assert.ErrorContains(t, err, "AccessDenied")
+}
+
+func TestEnsureBucketUserWithWrongRootSaysWhy(t *testing.T) {
+	d := storetest.New(t)
+	adm, err := store.NewAdmin(store.Config{Endpoint: d.URL, AccessKey: "NOTROOT", SecretKey: storetest.SecretKey})
+	require.NoError(t, err)
+	_, err = adm.EnsureBucketUser(context.Background(), "ray", "labuser", "labsecret1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "root credentials refused (InvalidAccessKeyId)")
+	assert.Contains(t, clierr.Hint(err), "MINIO_ROOT_USER")
+
+	_, err = store.NewAdmin(store.Config{Endpoint: d.URL})
+	require.Error(t, err)
+}
+
+func TestBucketPolicyNamesOnlyTheBucket(t *testing.T) {
+	assert.JSONEq(t, `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],
+		"Resource":["arn:aws:s3:::ray","arn:aws:s3:::ray/*"]}]}`, string(store.BucketPolicy("ray")))
+}

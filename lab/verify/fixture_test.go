@@ -102,7 +102,9 @@ func newFixture(t *testing.T) *fixture {
 		}}
 	f.uuids = map[string]string{"ray-worker-0": uuidA, "ray-worker-1": uuidB}
 	creds := lab.Credentials{MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
+		MinIOLabAccessKey: "labuser", MinIOLabSecretKey: "labsecret",
 		GrafanaAdminPassword: "gpw", JupyterToken: "jtok", RayAuthToken: token}
+	labKeys := []string{"AWS_ACCESS_KEY_ID=" + creds.MinIOLabAccessKey, "AWS_SECRET_ACCESS_KEY=" + creds.MinIOLabSecretKey}
 
 	// Containers: every service running and healthy.
 	ips := map[string]string{"ray-head": headIP, "ray-worker-0": w0IP, "ray-worker-1": w1IP}
@@ -114,7 +116,9 @@ func newFixture(t *testing.T) *fixture {
 		case lab.MinIOService:
 			d.Env = []string{"MINIO_ROOT_USER=" + creds.MinIOAccessKey, "MINIO_ROOT_PASSWORD=" + creds.MinIOSecretKey}
 		case lab.JupyterService:
-			d.Env = []string{"RAY_ADDRESS=http://ray-head:8265", "RAY_AUTH_TOKEN=" + token, "PATH=/usr/bin"}
+			d.Env = append([]string{"RAY_ADDRESS=http://ray-head:8265", "RAY_AUTH_TOKEN=" + token, "PATH=/usr/bin"}, labKeys...)
+		default:
+			d.Env = labKeys
 		}
 		f.eng.AddContainer(d)
 	}
@@ -151,6 +155,10 @@ func newFixture(t *testing.T) *fixture {
 	// 2): the one training resumed from (epoch 1) is gone.
 	f.s3.Put("ray", "fault-run/checkpoint_epoch_000008/checkpoint.ckpt", 10, time.Now())
 	f.s3.Put("ray", "fault-run/checkpoint_epoch_000009/checkpoint.ckpt", 10, time.Now())
+	adm, err := store.NewAdmin(store.Config{Endpoint: f.s3.URL, AccessKey: creds.MinIOAccessKey, SecretKey: creds.MinIOSecretKey})
+	require.NoError(t, err)
+	_, err = adm.EnsureBucketUser(context.Background(), "ray", creds.MinIOLabAccessKey, creds.MinIOLabSecretKey)
+	require.NoError(t, err)
 
 	stateDir := lab.StateDir(t.TempDir())
 	prov := stateDir.File(lab.GrafanaDashboards)

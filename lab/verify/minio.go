@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -16,6 +17,7 @@ func minioSpecs() []spec {
 	return []spec{
 		{id: "minio.bucket", group: GroupMinIO, title: "MinIO has the bucket 'ray' for checkpoints", run: checkBucket},
 		{id: "minio.credentials", group: GroupMinIO, title: "MinIO does not use the course's default credentials", run: checkMinIOCreds},
+		{id: "minio.lab-user", group: GroupMinIO, title: "Jupyter and Ray use MinIO's lab user, limited to the bucket 'ray'", run: checkLabUser},
 	}
 }
 
@@ -135,4 +137,68 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 		}
 	}
 	return pass("%s", strings.Join(evidence, "; "))
+}
+
+// outsideProbe is a bucket name outside the lab's: MinIO checks a user's
+// policy before it looks for the bucket, so a limited user is refused
+// (AccessDenied) whether it exists or not, and nothing is created.
+const outsideProbe = "mltrain-verify-outside-ray"
+
+// checkLabUser proves the students' side of MinIO: no container but MinIO's
+// holds the root key, Jupyter holds the lab user's, and the lab user lists
+// the bucket "ray" and is refused outside it. It reads only.
+func checkLabUser(ctx context.Context, e *env) outcome {
+	if e.d.MinIO == nil {
+		return fail("report this as an mltrain bug", "no MinIO client configured")
+	}
+	const fix = "mltrain up (it gives Jupyter and Ray the lab user and resets its policy)"
+	c := e.d.Creds
+	if c.MinIOLabAccessKey == "" || c.MinIOLabSecretKey == "" {
+		return fail(fix, "the lab's credentials file has no MinIO lab user")
+	}
+	if o := e.minioReachable(ctx); o != nil {
+		return *o
+	}
+	cs, err := e.containers()
+	if err != nil {
+		return failErr(err, "mltrain status")
+	}
+	var holders []string
+	for svc, d := range cs {
+		if svc == lab.MinIOService {
+			continue
+		}
+		for _, kv := range d.Env {
+			if _, v, _ := strings.Cut(kv, "="); v == c.MinIOAccessKey || v == c.MinIOSecretKey {
+				return fail("remove MinIO's root keys from compose.override.yaml, then "+fix,
+					"container %s holds MinIO's root credentials (%s)", d.Name, strings.SplitN(kv, "=", 2)[0])
+			}
+		}
+		holders = append(holders, svc)
+	}
+	j, ok := cs[lab.JupyterService]
+	if !ok {
+		return fail("mltrain up", "lab %q has no jupyter container", e.d.State.Project)
+	}
+	if k, _ := envValue(j.Env, "AWS_ACCESS_KEY_ID"); k != c.MinIOLabAccessKey {
+		return fail(fix, "container %s has AWS_ACCESS_KEY_ID %q, not the lab user %q", j.Name, k, c.MinIOLabAccessKey)
+	}
+	s, err := e.d.MinIO(c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+	if err != nil {
+		return failErr(err, "mltrain status")
+	}
+	if _, err := s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix); err != nil {
+		return failErr(fmt.Errorf("the lab user %s cannot list bucket %q: %w", c.MinIOLabAccessKey, store.DefaultBucket, err), fix)
+	}
+	_, err = s.ListCheckpoints(ctx, outsideProbe, "")
+	switch code := s3Code(err); {
+	case code == "AccessDenied":
+	case err == nil || code == "NoSuchBucket":
+		return fail(fix, "the lab user %s reaches buckets outside %q (listing %q was not refused)", c.MinIOLabAccessKey, store.DefaultBucket, outsideProbe)
+	default:
+		return failErr(fmt.Errorf("probing the lab user outside %q: %w", store.DefaultBucket, err), "mltrain status")
+	}
+	sort.Strings(holders)
+	return pass("no root key in %s; jupyter uses lab user %s, which lists %q and is refused outside it (AccessDenied)",
+		strings.Join(holders, ", "), c.MinIOLabAccessKey, store.DefaultBucket)
 }

@@ -33,8 +33,8 @@ func TestEveryCheckPassesOnAGoodLab(t *testing.T) {
 	}
 	assert.True(t, r.OK)
 	assert.Equal(t, len(r.Checks), r.Passed)
-	// 2 host, 7 containers, 2 gpu, 2 ray, 2 minio, 1 data, 3 metrics, 2 jupyter, 6 exercises
-	assert.Len(t, r.Checks, 27)
+	// 2 host, 7 containers, 2 gpu, 2 ray, 3 minio, 1 data, 3 metrics, 2 jupyter, 6 exercises
+	assert.Len(t, r.Checks, 28)
 	var groups []string
 	for _, c := range r.Checks {
 		if len(groups) == 0 || groups[len(groups)-1] != c.Group {
@@ -337,6 +337,27 @@ func TestMinIOChecks(t *testing.T) {
 		{name: "credentials file holds a default", id: "minio.credentials", break_: func(f *fixture) {
 			f.deps.Creds.MinIOAccessKey = "your-access-key"
 		}, evidence: "credentials file holds a default MinIO key", fix: "credentials.json"},
+		{name: "jupyter holds the root key", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = append(f.eng.Containers["jupyter"].Env, "AWS_SECRET_ACCESS_KEY="+storetest.SecretKey)
+		}, evidence: "container jupyter holds MinIO's root credentials (AWS_SECRET_ACCESS_KEY)", fix: "compose.override.yaml"},
+		{name: "a worker holds the root user", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["ray-worker-1"].Env = []string{"AWS_ACCESS_KEY_ID=" + storetest.AccessKey}
+		}, evidence: "container ray-worker-1 holds MinIO's root credentials (AWS_ACCESS_KEY_ID)"},
+		{name: "jupyter without the lab user", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"AWS_ACCESS_KEY_ID=someone"}
+		}, evidence: `has AWS_ACCESS_KEY_ID "someone", not the lab user "labuser"`, fix: "mltrain up"},
+		{name: "lab user missing in MinIO", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.Creds.MinIOLabAccessKey = "nouser"
+			f.eng.Containers["jupyter"].Env = []string{"AWS_ACCESS_KEY_ID=nouser"}
+		}, evidence: "the lab user nouser cannot list bucket \"ray\"", fix: "mltrain up"},
+		{name: "lab user unlimited", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				return store.New(store.Config{Endpoint: f.s3.URL, AccessKey: storetest.AccessKey, SecretKey: s}) // as root: nothing refused
+			}
+		}, evidence: `reaches buckets outside "ray"`, fix: "mltrain up"},
+		{name: "no lab user in the credentials file", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.Creds.MinIOLabAccessKey = ""
+		}, evidence: "has no MinIO lab user", fix: "mltrain up"},
 	})
 }
 
@@ -545,7 +566,7 @@ func TestOnlySelectsGroups(t *testing.T) {
 	for _, c := range r.Checks {
 		ids = append(ids, c.ID)
 	}
-	assert.Equal(t, []string{"ray.nodes", "ray.auth", "minio.bucket", "minio.credentials"}, ids)
+	assert.Equal(t, []string{"ray.nodes", "ray.auth", "minio.bucket", "minio.credentials", "minio.lab-user"}, ids)
 	assert.Equal(t, []string{GroupRay, GroupMinIO}, r.Only)
 
 	got, err := ValidateOnly([]string{"ray,MinIO", " exercises ", "ray"})

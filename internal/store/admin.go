@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/minio/madmin-go/v3"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+)
+
+// Admin is MinIO's admin API as its root user: the users and policies that
+// S3 itself has no calls for.
+type Admin struct {
+	adm      *madmin.AdminClient
+	cfg      Config
+	endpoint string
+}
+
+// NewAdmin checks the configuration (root credentials) and returns an admin
+// client; it does not connect.
+func NewAdmin(cfg Config) (*Admin, error) {
+	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return nil, clierr.Hintf("run 'mltrain up'", "MinIO admin client: no endpoint or root credentials")
+	}
+	host, secure, err := hostOf(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	adm, err := madmin.NewWithOptions(host, &madmin.Options{
+		Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""), Secure: secure, Transport: cfg.Transport,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("MinIO admin client for %s: %w", cfg.Endpoint, err)
+	}
+	return &Admin{adm: adm, cfg: cfg, endpoint: cfg.Endpoint}, nil
+}
+
+// BucketPolicy is an IAM policy allowing every S3 action on bucket and its
+// objects, and nothing else: no other bucket, no bucket creation, no admin.
+func BucketPolicy(bucket string) []byte {
+	p := map[string]any{
+		"Version": "2012-10-17",
+		"Statement": []map[string]any{{
+			"Effect":   "Allow",
+			"Action":   []string{"s3:*"},
+			"Resource": []string{"arn:aws:s3:::" + bucket, "arn:aws:s3:::" + bucket + "/*"},
+		}},
+	}
+	b, _ := json.Marshal(p) // a map of strings always encodes
+	return b
+}
+
+// BucketPolicyName is the name of BucketPolicy(bucket) in MinIO.
+func BucketPolicyName(bucket string) string { return "mltrain-bucket-" + bucket }
+
+// codeAlreadyApplied is MinIO's answer to attaching a policy a user has.
+const codeAlreadyApplied = "XMinioAdminPolicyChangeAlreadyApplied"
+
+// EnsureBucketUser makes user accessKey (with secretKey) exist, enabled,
+// with BucketPolicy(bucket) as its only policy; it reports whether it had
+// to change anything. What is in place is read first: the writes encrypt
+// their bodies with the root secret (argon2, about a second each on a busy
+// host), and a re-up usually finds the user as it left it. Every write
+// replaces or accepts what is there, so a re-run (an interrupted up, a
+// changed secret, a policy someone attached) converges.
+func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretKey string) (bool, error) {
+	name := BucketPolicyName(bucket)
+	if a.inPlace(ctx, bucket, accessKey, secretKey) {
+		return false, nil
+	}
+	if err := a.adm.AddCannedPolicy(ctx, name, BucketPolicy(bucket)); err != nil {
+		return false, a.wrap("create policy "+name, err)
+	}
+	if err := a.adm.AddUser(ctx, accessKey, secretKey); err != nil {
+		return false, a.wrap("create user "+accessKey, err)
+	}
+	_, err := a.adm.AttachPolicy(ctx, madmin.PolicyAssociationReq{Policies: []string{name}, User: accessKey})
+	if err != nil && madmin.ToErrorResponse(err).Code != codeAlreadyApplied {
+		return false, a.wrap(fmt.Sprintf("attach policy %s to user %s", name, accessKey), err)
+	}
+	u, err := a.adm.GetUserInfo(ctx, accessKey)
+	if err != nil {
+		return false, a.wrap("read user "+accessKey, err)
+	}
+	var others []string
+	for _, p := range policyNames(u.PolicyName) {
+		if p != name {
+			others = append(others, p)
+		}
+	}
+	if len(others) > 0 { // it would not be limited to the bucket
+		if _, err := a.adm.DetachPolicy(ctx, madmin.PolicyAssociationReq{Policies: others, User: accessKey}); err != nil {
+			return false, a.wrap(fmt.Sprintf("detach %s from user %s", strings.Join(others, ", "), accessKey), err)
+		}
+	}
+	return true, nil
+}
+
+// inPlace reports whether the user exists, enabled, with exactly the
+// bucket's policy, that policy says what BucketPolicy says, and secretKey is
+// its secret (only an S3 call signed with it can tell).
+func (a *Admin) inPlace(ctx context.Context, bucket, accessKey, secretKey string) bool {
+	name := BucketPolicyName(bucket)
+	p, err := a.adm.InfoCannedPolicyV2(ctx, name)
+	if err != nil || !sameJSON(p.Policy, BucketPolicy(bucket)) {
+		return false
+	}
+	u, err := a.adm.GetUserInfo(ctx, accessKey)
+	if err != nil || u.Status != madmin.AccountEnabled || !slices.Equal(policyNames(u.PolicyName), []string{name}) {
+		return false
+	}
+	c := a.cfg
+	c.AccessKey, c.SecretKey = accessKey, secretKey
+	s, err := New(c)
+	if err != nil {
+		return false
+	}
+	ok, err := s.mc.BucketExists(ctx, bucket)
+	return err == nil && ok
+}
+
+// policyNames splits MinIO's comma-separated policy list.
+func policyNames(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sameJSON compares two JSON documents by value (MinIO re-indents policies).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func (a *Admin) wrap(what string, err error) error {
+	var er madmin.ErrorResponse
+	if errors.As(err, &er) {
+		switch er.Code {
+		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
+			return clierr.WithHint(fmt.Errorf("%s on MinIO %s: root credentials refused (%s): %w", what, a.endpoint, er.Code, err),
+				"MinIO runs with other root credentials than the lab's credentials.json: remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then 'mltrain up'")
+		}
+		return fmt.Errorf("%s on MinIO %s: %w", what, a.endpoint, err)
+	}
+	return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %w", what, a.endpoint, err), "run 'mltrain status' to see whether minio is up")
+}
