@@ -111,7 +111,7 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	assert.Contains(t, out, "Ray: 3 of 3 nodes ALIVE, including the node of ray-worker-0, whose container is down: Ray has not noticed yet")
 	assert.Contains(t, out, "ray-worker-0: container exited")
 	assert.Contains(t, out, "Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s (up to ~65s)")
-	assert.Contains(t, out, "Next: mltrain worker start 0")
+	assert.Regexp(t, `Next: mltrain --project stat --state-dir \S+ worker start 0`, out, "the next step targets this lab")
 
 	// Once the health checks give up, Ray and the container agree.
 	s.ray.DeadAfter = time.Nanosecond
@@ -148,6 +148,6 @@ func TestStatusWithoutAnyStateSaysSo(t *testing.T) {
 	s := &statusLab{dir: lab.StateDir(t.TempDir()), eng: fake.New()}
 	out, err := s.status(t)
 	require.NoError(t, err)
-	assert.Contains(t, out, `Lab "stat" has no containers. Next: 'mltrain up'.`)
+	assert.Regexp(t, `Lab "stat" has no containers. Next: 'mltrain --project stat --state-dir \S+ up'.`, out)
 	assert.Contains(t, out, "no lab state in "+s.dir.Path())
 }
