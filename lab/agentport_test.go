@@ -12,7 +12,7 @@ import (
 // distinct ones).
 func TestWorkerAgentPortComesFromThePlan(t *testing.T) {
 	c := caseNamed("nvidia-2gpu")
-	p, err := NewPlan(c.facts, c.opts, fixedCreds)
+	p, err := c.plan()
 	require.NoError(t, err)
 	for _, w := range p.Workers {
 		assert.Equal(t, DefaultAgentPort, w.AgentPort, w.Service)

@@ -27,10 +27,10 @@ func TestGoldensPassComposeV5Config(t *testing.T) {
 			dir := filepath.Join("testdata", "golden", c.name)
 			out, err := dockertest.Compose(t, bin, "-f", filepath.Join(dir, compose.ComposeFile), "config", "--services")
 			require.NoError(t, err, "docker compose config refused the golden %s:\n%s", c.name, out)
-			plan, err := NewPlan(c.facts, c.opts, fixedCreds)
+			plan, err := c.plan()
 			require.NoError(t, err)
 			services := strings.Fields(out)
-			assert.Len(t, services, 5+len(plan.Workers), out)
+			assert.Len(t, services, c.services(plan), out)
 			for _, w := range plan.Workers {
 				assert.Contains(t, services, w.Service)
 			}

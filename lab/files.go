@@ -137,6 +137,9 @@ func write(dir StateDir, p Plan) ([]string, error) {
 		return nil, err
 	}
 	written = append(written, compose.ComposeFile)
+	if p.Joined != nil {
+		return written, nil // a second host runs workers only: no Prometheus, Grafana or Jupyter here
+	}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

@@ -63,6 +63,11 @@ func DefaultHealthcheck(r Role) []string {
 // plan's Worker.AgentPort); exec-form checks have no shell to expand it.
 const AgentPortEnv = "MLTRAIN_RAY_AGENT_PORT"
 
+// NodeIPEnv tells a host-networked worker's healthcheck the address its
+// agent binds (--node-ip-address); on a bridge the container's own name
+// resolves to it.
+const NodeIPEnv = "MLTRAIN_RAY_NODE_IP"
+
 // agentPort is the worker's agent port; plans written before it existed
 // have none.
 func (w Worker) agentPort() int {
@@ -77,13 +82,14 @@ func (w Worker) agentPort() int {
 // raylet, and answers 503 when the GCS no longer lists the node ALIVE; Ray
 // exempts the path from token auth, the token is sent anyway for Rays that
 // do not). The agent listens on the node's address and, in recent Rays, on
-// 127.0.0.1 too: both are tried. Python is in every Ray image; wget and
+// 127.0.0.1 too: both are tried (on the host network the node's address
+// comes from NodeIPEnv: the host's name may resolve to another address). Python is in every Ray image; wget and
 // curl need not be.
 const workerHealthcheck = `import os, socket, sys, urllib.request as u
 port = os.environ["` + AgentPortEnv + `"]
 hdr = {"Authorization": "Bearer " + os.environ.get("RAY_AUTH_TOKEN", "")}
 err = None
-for host in ("127.0.0.1", socket.gethostbyname(socket.gethostname())):
+for host in ("127.0.0.1", os.environ.get("` + NodeIPEnv + `") or socket.gethostbyname(socket.gethostname())):
     try:
         u.urlopen(u.Request("http://%s:%s/api/local_raylet_healthz" % (host, port), headers=hdr), timeout=4)
         sys.exit(0)

@@ -53,6 +53,7 @@ const (
 	PortMinIOConsole = "minio-console" // 9001, on --bind
 	PortMinIOAPI     = "minio-api"     // 9000, 127.0.0.1 only (mltrain makes the bucket through it)
 	PortPrometheus   = "prometheus"    // 9090, 127.0.0.1 only
+	PortGCS          = "gcs"           // 6379, Ray's GCS: on the host network only with --allow-join
 )
 
 // DefaultPorts are the host ports the course's text uses.
@@ -63,6 +64,7 @@ var DefaultPorts = map[string]int{
 	PortMinIOConsole: 9001,
 	PortMinIOAPI:     9000,
 	PortPrometheus:   9090,
+	PortGCS:          6379,
 }
 
 // loopbackPorts are never published on --bind: they carry no browser UI and

@@ -87,6 +87,9 @@ type Plan struct {
 	// NodeIP is the address this host's Ray nodes advertise (NetworkHost).
 	NodeIP      string `json:"node_ip,omitempty"`
 	RayPortBase int    `json:"ray_port_base,omitempty"`
+	// Joined is set on a second host: the lab its workers joined. Such a
+	// plan has workers only.
+	Joined *Joined `json:"joined,omitempty"`
 	// Credentials are rendered into service environments; never printed.
 	Credentials Credentials `json:"-"`
 	// Warnings must be shown to the user (CPU rehearsal, unknown groups...).
@@ -134,8 +137,15 @@ const (
 const DefaultAgentPort = 52365
 
 // LoopbackOnly reports whether the named port is published on 127.0.0.1
-// rather than on Bind.
-func LoopbackOnly(portName string) bool { return loopbackPorts[portName] }
+// rather than on Bind. A lab whose nodes span hosts publishes MinIO's API on
+// Bind too: the other hosts' workers write their checkpoints there (as the
+// bucket-limited lab user).
+func (p Plan) LoopbackOnly(portName string) bool {
+	if p.Network == NetworkHost && portName == PortMinIOAPI {
+		return false
+	}
+	return loopbackPorts[portName]
+}
 
 const (
 	mib = int64(1) << 20

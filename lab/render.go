@@ -70,6 +70,9 @@ func Project(p Plan) (*types.Project, error) {
 		return nil, fmt.Errorf("plan for project %q has no workers", p.Project)
 	}
 	r := renderer{p: p}
+	if p.Joined != nil {
+		return r.joinedProject()
+	}
 	services := types.Services{}
 	for _, s := range []types.ServiceConfig{r.head(), r.minio(), r.prometheus(), r.grafana(), r.jupyter()} {
 		services[s.Name] = s
@@ -93,6 +96,11 @@ func Project(p Plan) (*types.Project, error) {
 			// loaded once by `mltrain data food11` and only referenced here.
 			VolumeData: {Name: p.DataVolume, External: true},
 		},
+	}
+	if p.Network == NetworkHost {
+		if err := r.spanHosts(proj.Services); err != nil {
+			return nil, err
+		}
 	}
 	if err := compose.CheckPorts(proj); err != nil {
 		return nil, err
@@ -175,7 +183,7 @@ func (r renderer) rayEnv(s *types.ServiceConfig) {
 // on 127.0.0.1 for the others.
 func (r renderer) publish(name string, target uint32) types.ServicePortConfig {
 	ip := r.p.Bind
-	if LoopbackOnly(name) {
+	if r.p.LoopbackOnly(name) {
 		ip = "127.0.0.1"
 	}
 	return types.ServicePortConfig{

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/compose"
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
@@ -60,6 +61,23 @@ type goldenCase struct {
 	name  string
 	facts host.Facts
 	opts  Options
+	join  *JoinBundle // a second host's plan for this lab
+}
+
+// plan is the case's plan: the lab's, or the second host's when it joins.
+func (c goldenCase) plan() (Plan, error) {
+	if c.join != nil {
+		return NewJoinPlan(c.facts, JoinOptions{}, *c.join)
+	}
+	return NewPlan(c.facts, c.opts, fixedCreds)
+}
+
+// services is how many services the case's project has.
+func (c goldenCase) services(p Plan) int {
+	if c.join != nil {
+		return len(p.Workers)
+	}
+	return 5 + len(p.Workers)
 }
 
 func goldenCases() []goldenCase {
@@ -68,20 +86,26 @@ func goldenCases() []goldenCase {
 	}
 	amd := big(amdGPUs(2))
 	amd.RenderGID, amd.VideoGID = 110, 44
+	joinable := big(nvidiaGPUs(2))
+	joinable.NodeIP = "10.52.0.7"
+	joiner := host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "129.114.27.11", NodeIP: "10.52.0.8"}
+	bundle := goldenBundle()
 	return []goldenCase{
-		{"nvidia-2gpu", big(nvidiaGPUs(2)), Options{}},
-		{"amd-2gpu", amd, Options{}},
-		{"nvidia-1gpu-shared", host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "10.0.0.5"}, Options{ShareGPU: true}},
+		{"nvidia-2gpu", big(nvidiaGPUs(2)), Options{}, nil},
+		{"amd-2gpu", amd, Options{}, nil},
+		{"nvidia-1gpu-shared", host.Facts{GPUs: gpu.Report{GPUs: nvidiaGPUs(1)}, CPUs: 32, MemoryBytes: 128 << 30, HostIP: "10.0.0.5"}, Options{ShareGPU: true}, nil},
 		{"cpu-rehearsal", host.Facts{GPUs: gpu.Report{Problems: []gpu.Problem{{Code: gpu.CodeNoGPU, Message: "no GPU"}}}, CPUs: 2, MemoryBytes: 8 << 30},
-			Options{Project: "rehearsal", Bind: "127.0.0.1"}},
-		{"nvidia-4gpu-workers-2", big(nvidiaGPUs(4)), Options{Workers: 2}},
+			Options{Project: "rehearsal", Bind: "127.0.0.1"}, nil},
+		{"nvidia-4gpu-workers-2", big(nvidiaGPUs(4)), Options{Workers: 2}, nil},
+		{"nvidia-2gpu-allow-join", joinable, Options{AllowJoin: true}, nil},
+		{"join-nvidia-1gpu", joiner, Options{}, &bundle},
 	}
 }
 
 func TestGoldens(t *testing.T) {
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := NewPlan(c.facts, c.opts, fixedCreds)
+			plan, err := c.plan()
 			require.NoError(t, err)
 			out := t.TempDir()
 			written, err := write(StateDir(out), plan)
@@ -107,7 +131,7 @@ func TestGoldens(t *testing.T) {
 			proj, err := compose.Load(context.Background(), golden)
 			require.NoError(t, err)
 			assert.Equal(t, plan.Project, proj.Name)
-			assert.Len(t, proj.Services, 5+len(plan.Workers))
+			assert.Len(t, proj.Services, c.services(plan))
 		})
 	}
 }
@@ -403,7 +427,7 @@ func TestRenderedServicesConvertToEngineSpecs(t *testing.T) {
 // writeCase plans case c and writes it into a fresh directory.
 func writeCase(t *testing.T, c goldenCase) (Plan, string) {
 	t.Helper()
-	plan, err := NewPlan(c.facts, c.opts, fixedCreds)
+	plan, err := c.plan()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	_, err = write(StateDir(dir), plan)
@@ -432,4 +456,14 @@ func TestOnlyMinIOHoldsTheRootKey(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goldenBundle is the bundle of the nvidia-2gpu-allow-join lab, with the
+// fixed credentials.
+func goldenBundle() JoinBundle {
+	hash, _ := dockerfiles.Hash(dockerfiles.RayCUDA, DefaultRayVersion)
+	return JoinBundle{Lab: "mltrain", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: fixedCreds.RayAuthToken,
+		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: fixedCreds.MinIOLabAccessKey, S3Secret: fixedCreds.MinIOLabSecretKey,
+		RayVersion: DefaultRayVersion, Python: dockerfiles.PythonVersion, ImageHash: hash, ImageKind: string(dockerfiles.RayCUDA),
+		PortBase: DefaultRayPortBase}
 }

@@ -56,7 +56,7 @@ func MakeURLs(p Plan) URLs {
 // published on all addresses or on loopback, else the bind address.
 func probeAddrs(p Plan) Probes {
 	hostFor := func(name string) string {
-		if LoopbackOnly(name) {
+		if p.LoopbackOnly(name) {
 			return "127.0.0.1"
 		}
 		if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {

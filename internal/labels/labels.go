@@ -40,6 +40,7 @@ const (
 	GPUPCI        = "mltrain.gpu.pci"         // workers with a GPU (when known)
 	GPURenderNode = "mltrain.gpu.render-node" // AMD workers
 	GPUShared     = "mltrain.gpu.shared"      // "true" in share mode
+	JoinedLab     = "mltrain.joined-lab"      // workers of a second host: the lab they joined
 
 	// Dataset volumes and the helper containers that fill them.
 	Dataset      = "mltrain.dataset"

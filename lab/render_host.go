@@ -1,0 +1,98 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/mltrain/mltrain/internal/labels"
+)
+
+// Rendering a lab whose Ray nodes span hosts (Network == NetworkHost). Ray's
+// nodes run on the host's network: a node must bind the address other hosts
+// reach it at, which exists only in the host's namespace (Ray's agents bind
+// --node-ip-address), and it advertises that address, never a bridge
+// address another host cannot route to. The other services stay on the
+// lab's network and reach Ray through the host's address.
+
+// rayHost is where the lab's bridge-networked services and this host's
+// tools reach the head's dashboard: the bind address when the lab publishes
+// on one, else the node address.
+func (p Plan) rayHost() string {
+	if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {
+		return p.Bind
+	}
+	return p.NodeIP
+}
+
+// dashboardHost is what the head's dashboard binds in host mode: the same
+// address the published browser ports use.
+func (p Plan) dashboardHost() string {
+	if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {
+		return p.Bind
+	}
+	return "0.0.0.0"
+}
+
+func (r renderer) spanHosts(services types.Services) error {
+	p := r.p
+	probes := probeAddrs(p)
+	head := services[HeadService]
+	head.NetworkMode, head.Ports, head.Networks = "host", nil, nil
+	head.Command = append(types.ShellCommand{"ray", "start", "--head",
+		fmt.Sprintf("--port=%d", p.Ports[PortGCS]),
+		"--node-ip-address=" + p.NodeIP,
+		"--dashboard-host=" + p.dashboardHost(),
+		fmt.Sprintf("--dashboard-port=%d", p.Ports[PortDashboard]),
+		fmt.Sprintf("--num-cpus=%d", p.Head.CPUs),
+		"--num-gpus=0"}, append(p.Head.Ports.Flags(), "--block")...)
+	r.setEnv(&head,
+		"RAY_GRAFANA_HOST", probes.Grafana,
+		"RAY_PROMETHEUS_HOST", probes.Prometheus,
+		"AWS_ENDPOINT_URL", probes.MinIO,
+	)
+	services[HeadService] = head
+	for _, w := range p.Workers {
+		s := services[w.Service]
+		r.hostWorker(&s, w, net.JoinHostPort(p.NodeIP, strconv.Itoa(p.Ports[PortGCS])), probes.MinIO)
+		services[w.Service] = s
+	}
+	j := services[JupyterService]
+	r.setEnv(&j, "RAY_ADDRESS", "http://"+net.JoinHostPort(p.rayHost(), strconv.Itoa(p.Ports[PortDashboard])))
+	services[JupyterService] = j
+	return nil
+}
+
+// hostWorker puts worker w on the host network, joining the GCS at gcs,
+// writing checkpoints to minio.
+func (r renderer) hostWorker(s *types.ServiceConfig, w Worker, gcs, minio string) {
+	s.NetworkMode, s.Networks = "host", nil
+	s.Command = append(types.ShellCommand{"ray", "start",
+		"--address=" + gcs,
+		"--node-ip-address=" + r.p.NodeIP,
+		fmt.Sprintf("--num-cpus=%d", w.CPUs),
+		"--num-gpus=1"}, append(w.Ports.Flags(), "--block")...)
+	r.setEnv(s, "AWS_ENDPOINT_URL", minio, AgentPortEnv, strconv.Itoa(w.Ports.AgentHTTP), NodeIPEnv, r.p.NodeIP)
+}
+
+// joinedProject renders a second host's plan: its workers only, joining
+// the lab's head and MinIO on the first host; the dataset is this host's
+// own copy.
+func (r renderer) joinedProject() (*types.Project, error) {
+	p, j := r.p, r.p.Joined
+	services := types.Services{}
+	for _, w := range p.Workers {
+		s, err := r.worker(w)
+		if err != nil {
+			return nil, err
+		}
+		s.DependsOn = nil // the head and MinIO are the first host's
+		s.Labels[labels.JoinedLab] = j.Lab
+		r.hostWorker(&s, w, net.JoinHostPort(j.HeadIP, strconv.Itoa(j.GCSPort)), j.MinIO)
+		services[s.Name] = s
+	}
+	return &types.Project{Name: p.Project, Services: services,
+		Volumes: types.Volumes{VolumeData: {Name: p.DataVolume, External: true}}}, nil
+}
