@@ -63,7 +63,7 @@ func NewJoinPlan(facts host.Facts, o JoinOptions, b JoinBundle) (Plan, error) {
 			"this host (%s) is the lab's first host", facts.NodeIP)
 	}
 	p := Plan{Project: opts.Project, RayVersion: b.RayVersion, DataVolume: opts.DataVolume, RenderGID: facts.RenderGID, VideoGID: facts.VideoGID,
-		Joined: &Joined{Lab: b.Lab, HeadIP: b.HeadIP, GCSPort: b.GCSPort, Dashboard: b.Dashboard, MinIO: b.MinIO, Bucket: b.Bucket},
+		Joined:      &Joined{Lab: b.Lab, HeadIP: b.HeadIP, GCSPort: b.GCSPort, Dashboard: b.Dashboard, MinIO: b.MinIO, Bucket: b.Bucket},
 		Credentials: Credentials{RayAuthToken: b.RayToken, MinIOLabAccessKey: b.S3Access, MinIOLabSecretKey: b.S3Secret}}
 	gpus, warns, err := usableGPUs(facts.GPUs)
 	if err != nil {
