@@ -2,18 +2,15 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab/ready"
@@ -129,24 +126,10 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
 		return res, err
 	}
-	var refs []string
-	for _, name := range project.ServiceNames() {
-		refs = append(refs, project.Services[name].Image)
-	}
-	req, err := dockerfiles.Request(plan.RayVersion, refs)
-	if err != nil {
-		return res, err
-	}
-	imgRes, err := images.Ensure(ctx, d.Engine, req, o.Images, rep)
+	imgRes, err := ensureImages(ctx, d.Engine, project, plan.RayVersion, o.Images, rep, "give 'mltrain up' images this host already has: "+imageFlags())
 	res.Images = imgRes
-	if ue := (*images.UnavailableError)(nil); errors.As(err, &ue) {
-		return res, clierr.WithHint(err, ue.Hint("give 'mltrain up' images this host already has: "+imageFlags()))
-	}
 	if err != nil {
 		return res, err
-	}
-	for _, w := range imgRes.Warnings {
-		progress.Warning(rep, w)
 	}
 	// After the images: a host that cannot have them is left without a
 	// volume it did not ask for.
@@ -154,36 +137,13 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 		return res, err
 	}
 
-	before, err := d.Engine.ContainerList(ctx, map[string]string{labels.Project: project.Name})
+	ap, err := newApplier(ctx, d.Engine, project, rep, o.NoRollback, "mltrain up", left)
 	if err != nil {
 		return res, err
 	}
-	firstUp := len(before) == 0
-	fail := func(err error) (UpResult, error) {
-		if !firstUp || o.NoRollback {
-			return res, err
-		}
-		// The caller's context may be what ended: roll back regardless.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if _, rerr := compose.Down(rctx, d.Engine, project.Name, 5*time.Second, false, rep); rerr != nil {
-			return res, errors.Join(err, fmt.Errorf("rollback: %w", rerr))
-		}
-		left.rolledBack = true
-		progress.Note(rep, "rolled back: removed this first up's containers (volumes kept); 'mltrain up --no-rollback' keeps them for inspection")
+	fail := func(err error) (UpResult, error) { return res, ap.fail(ctx, err) }
+	if res.Apply, err = ap.apply(ctx, o.StopTimeout, o.Timeout); err != nil {
 		return res, err
-	}
-
-	if err := ctx.Err(); err != nil { // interrupted: start nothing
-		return res, fmt.Errorf("before starting the lab's containers: %w", err)
-	}
-	left.applying = true
-	res.Apply, err = compose.Apply(ctx, d.Engine, project, compose.ApplyOptions{
-		Reporter: rep, WorkingDir: project.WorkingDir, ConfigFiles: project.ComposeFiles,
-		StopTimeout: o.StopTimeout, HealthTimeout: o.Timeout,
-	})
-	if err != nil {
-		return fail(err)
 	}
 
 	res.URLs = MakeURLs(plan)

@@ -22,7 +22,34 @@ type node struct {
 	Name      string             `json:"node_name"`
 	Resources map[string]float64 `json:"resources_total"`
 	Metrics   string             `json:"metrics_export_port,omitempty"`
+	Manager   string             `json:"node_manager_port,omitempty"`
 	seen      time.Time
+}
+
+// nodeIP is the address a node advertises: --node-ip-address (Ray on the
+// host network), else the container's own.
+func nodeIP(cmd string) string {
+	if ip := flag(cmd, "node-ip-address"); ip != "" {
+		return ip
+	}
+	return ownIP()
+}
+
+// tokenOK is Ray's token check on its gRPC servers (RAY_AUTH_MODE=token):
+// the peer's Bearer token must be this node's.
+func tokenOK(w http.ResponseWriter, r *http.Request) bool {
+	if os.Getenv("RAY_AUTH_MODE") != "token" {
+		return true
+	}
+	switch got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "); {
+	case got == "":
+		http.Error(w, "Unauthorized: Missing authentication token", http.StatusUnauthorized)
+		return false
+	case got != os.Getenv("RAY_AUTH_TOKEN"):
+		http.Error(w, "Forbidden: Invalid authentication token", http.StatusForbidden)
+		return false
+	}
+	return true
 }
 
 func ownIP() string {
@@ -47,7 +74,7 @@ func deadAfter() time.Duration {
 
 func runHead(cmd string) {
 	var mu sync.Mutex
-	ip := ownIP()
+	ip := nodeIP(cmd)
 	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd),
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}, seen: time.Now()}}
 	serveMetrics(metricsPort(cmd))
@@ -58,13 +85,38 @@ func runHead(cmd string) {
 		defer mu.Unlock()
 		var out []*node
 		for _, n := range nodes {
-			if !n.Head && time.Since(n.seen) > silent {
+			if !n.Head && n.State == "ALIVE" && time.Since(n.seen) > silent {
 				n.State = "DEAD"
 			}
 			out = append(out, n)
 		}
 		return out
 	}
+	// As Ray's GCS health-checks each raylet at its node-manager port: a
+	// node this head cannot reach (another host behind a firewall, a port
+	// not open) is never seen healthy, and goes DEAD.
+	go func() {
+		for {
+			mu.Lock()
+			var check []*node
+			for _, n := range nodes {
+				if !n.Head && n.State == "ALIVE" && n.Manager != "" {
+					check = append(check, n)
+				}
+			}
+			mu.Unlock()
+			for _, n := range check {
+				c, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, n.Manager), time.Second)
+				if err == nil {
+					c.Close()
+					mu.Lock()
+					n.seen = time.Now()
+					mu.Unlock()
+				}
+			}
+			time.Sleep(time.Second)
+		}
+	}()
 	go func() {
 		for {
 			writeServiceDiscovery(list())
@@ -74,6 +126,9 @@ func runHead(cmd string) {
 
 	gcs := http.NewServeMux()
 	gcs.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		if !tokenOK(w, r) {
+			return
+		}
 		var n node
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -85,14 +140,24 @@ func runHead(cmd string) {
 			http.Error(w, "node "+n.ID+" was marked DEAD", http.StatusGone) // as Ray: a dead node never comes back
 			return
 		}
-		n.State, n.seen, n.Name = "ALIVE", time.Now(), n.IP
+		seen := time.Now()
+		if old, ok := nodes[n.ID]; ok && n.Manager != "" {
+			seen = old.seen // its liveness is the head's health check, not its own word
+		}
+		n.State, n.seen, n.Name = "ALIVE", seen, n.IP
 		nodes[n.ID] = &n
 	})
 	port := flag(cmd, "port")
 	if port == "" {
 		port = "6379"
 	}
-	go http.ListenAndServe(":"+port, gcs)
+	bindIP := flag(cmd, "node-ip-address") // Ray binds the node's address when told one
+	go func() {
+		if err := http.ListenAndServe(net.JoinHostPort(bindIP, port), gcs); err != nil {
+			fmt.Fprintln(os.Stderr, "standin head: GCS:", err)
+			os.Exit(1)
+		}
+	}()
 	serveDashboard(cmd, list)
 	fmt.Println("standin ray head up at", ip, "; silent nodes are marked DEAD after", silent)
 	waitSignal()
@@ -151,7 +216,7 @@ func serveDashboard(cmd string, list func() []*node) {
 		dport = "8265"
 	}
 	go func() {
-		if err := http.ListenAndServe(":"+dport, dash); err != nil {
+		if err := http.ListenAndServe(net.JoinHostPort(flag(cmd, "dashboard-host"), dport), dash); err != nil {
 			fmt.Fprintln(os.Stderr, "standin head:", err)
 			os.Exit(1)
 		}
@@ -170,7 +235,8 @@ func runWorker(cmd string) {
 	}
 	host, _, _ := strings.Cut(addr, ":")
 	hostname, _ := os.Hostname()
-	n := node{ID: fmt.Sprintf("worker-%s-%x", hostname, time.Now().UnixNano()), IP: ownIP(), Metrics: metricsPort(cmd),
+	n := node{ID: fmt.Sprintf("worker-%s-%x", hostname, time.Now().UnixNano()), IP: nodeIP(cmd), Metrics: metricsPort(cmd),
+		Manager:   flag(cmd, "node-manager-port"),
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}}
 	serveMetrics(n.Metrics)
 	agentPort := flag(cmd, "dashboard-agent-listen-port")
@@ -185,16 +251,40 @@ func runWorker(cmd string) {
 		fmt.Fprint(w, "success")
 	})}
 	go func() { _ = agent.ListenAndServe() }()
+	if n.Manager != "" {
+		// The raylet's gRPC server: what the head's health check reaches.
+		l, err := net.Listen("tcp", net.JoinHostPort(flag(cmd, "node-ip-address"), n.Manager))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "standin worker: node manager port:", err)
+			os.Exit(1)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
 	body, _ := json.Marshal(n)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	raylet := make(chan os.Signal, 1)
 	signal.Notify(raylet, syscall.SIGUSR1)
 	fmt.Println("standin ray worker joining", addr, "as", n.ID, "; agent on", agentPort)
-	for {
-		resp, err := http.Post("http://"+host+":"+portOf(addr)+"/register", "application/json", strings.NewReader(string(body)))
-		if err == nil {
-			resp.Body.Close()
+	// As `ray start`: it waits a little for the GCS, then gives up; a
+	// refused token or node ends it at once, and later too (a raylet the GCS
+	// marked dead exits).
+	joined := false
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code := register(host, portOf(addr), body)
+		switch {
+		case code == 2 || (code == 1 && !joined && time.Now().After(deadline)):
+			os.Exit(code)
+		case code == 0:
+			joined = true
 		}
 		select {
 		case <-stop:
@@ -210,6 +300,29 @@ func runWorker(cmd string) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// register announces the node to the head's GCS with the token; 1: the head
+// cannot be reached, 2: it refused the token or the node.
+func register(host, port string, body []byte) int {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+net.JoinHostPort(host, port)+"/register", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("RAY_AUTH_TOKEN"))
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Unable to connect to GCS at %s:%s: %v\n", host, port, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		fmt.Fprintln(os.Stderr, "Token authentication is enabled but the authentication token is invalid or incorrect. (GCS said", resp.Status+")")
+		return 2
+	}
+	if resp.StatusCode >= 400 {
+		fmt.Fprintln(os.Stderr, "the GCS refused this node:", resp.Status)
+		return 2
+	}
+	return 0
 }
 
 func portOf(addr string) string {
