@@ -1,8 +1,10 @@
 package lab
 
 import (
+	"fmt"
 	"net/http"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab/ready"
@@ -29,11 +31,35 @@ func (d StateDir) Connect() (Clients, error) {
 	if err != nil {
 		return Clients{}, err
 	}
+	if st.Plan.Joined != nil {
+		return d.connectJoined(st)
+	}
 	creds, err := d.Credentials()
 	if err != nil {
 		return Clients{}, err
 	}
 	return newClients(d, st.Plan, st.Probes, creds)
+}
+
+// connectJoined reaches, from a second host, the lab its workers joined: the
+// head with the bundle's token, MinIO as the bundle's bucket-limited user
+// (this host never holds MinIO's root).
+func (d StateDir) connectJoined(st State) (Clients, error) {
+	var b JoinBundle
+	if err := d.ReadJSON(JoinFile, &b); err != nil {
+		return Clients{}, clierr.WithHint(fmt.Errorf("this host joined lab %q, but its join bundle: %w", st.Plan.Joined.Lab, err),
+			"run the 'mltrain join ...' line from 'mltrain join-token' on the lab's first host again")
+	}
+	rc, err := ray.New(ray.Options{Address: b.DashboardURL(), Token: b.RayToken, TokenSource: d.File(JoinFile)})
+	if err != nil {
+		return Clients{}, err
+	}
+	sc, err := store.New(store.Config{Endpoint: b.MinIO, AccessKey: b.S3Access, SecretKey: b.S3Secret})
+	if err != nil {
+		return Clients{}, err
+	}
+	creds := Credentials{RayAuthToken: b.RayToken, MinIOLabAccessKey: b.S3Access, MinIOLabSecretKey: b.S3Secret}
+	return Clients{Dir: d, Plan: st.Plan, Probes: st.Probes, Creds: creds, Ray: rc, Store: sc}, nil
 }
 
 func newClients(d StateDir, p Plan, probes Probes, creds Credentials) (Clients, error) {
@@ -52,7 +78,7 @@ func newClients(d StateDir, p Plan, probes Probes, creds Credentials) (Clients, 
 // every worker with its GPU (with the token), and every service answers.
 func (c Clients) ReadyChecks() []ready.Check {
 	return []ready.Check{
-		ready.RayCluster(c.Ray, len(c.Plan.Workers), expectedGPUs(c.Plan)),
+		ready.RayCluster(c.Ray, len(c.Plan.Workers), expectedGPUs(c.Plan), c.Plan.NodeIP),
 		ready.HTTP("minio", c.Probes.MinIO+"/minio/health/ready", nil),
 		ready.HTTP("grafana", c.Probes.Grafana+"/api/health", nil),
 		ready.HTTP("prometheus", c.Probes.Prometheus+"/-/ready", nil),

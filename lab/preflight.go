@@ -18,18 +18,22 @@ import (
 // ensureDataVolume makes sure the dataset volume exists (it is external to
 // the project so `down --volumes` never takes the dataset) and warns, with
 // the command to run, when Food-11 is not loaded in it yet.
-func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progress.Reporter) error {
+func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progress.Reporter) (loaded bool, err error) {
 	if _, err := eng.VolumeEnsure(ctx, p.DataVolume, map[string]string{food11.LabelDataset: "food11"}); err != nil {
-		return err
+		return false, err
 	}
 	m, err := food11.ReadManifest(ctx, eng, food11.VerifyOptions{Volume: p.DataVolume})
 	if err != nil {
-		return fmt.Errorf("check dataset volume %s: %w", p.DataVolume, err)
+		return false, fmt.Errorf("check dataset volume %s: %w", p.DataVolume, err)
 	}
 	if m == nil {
-		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run 'mltrain data food11 --volume %s' before training", p.DataVolume, p.DataVolume))
+		here := ""
+		if p.Joined != nil {
+			here = " on this host (each host's workers read their own copy)"
+		}
+		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run 'mltrain data food11 --volume %s'%s before training", p.DataVolume, p.DataVolume, here))
 	}
-	return nil
+	return m != nil, nil
 }
 
 // checkPortsFree fails before anything starts when a host port the lab

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
 )
 
@@ -57,7 +58,11 @@ type WorkerNode struct {
 // the stopped containers' nodes Ray has not yet marked DEAD: they are paired
 // with the stopped containers in service order (exactly when one worker is
 // down). It returns the pairs and the ALIVE worker nodes left unpaired.
-func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node) ([]WorkerNode, []ray.Node) {
+//
+// nodeIP is this host's node address when the nodes span hosts (host
+// networking): there the nodes' labels, not addresses, say which container
+// a node is, and nodes of other hosts are never this host's.
+func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node, nodeIP string) ([]WorkerNode, []ray.Node) {
 	byIP := map[string]ray.Node{}
 	for _, n := range nodes {
 		if old, ok := byIP[n.NodeIP]; !ok || !old.Alive() { // a restarted worker keeps its IP: ALIVE wins
@@ -69,7 +74,15 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node) ([]W
 		services = append(services, s)
 	}
 	sort.Strings(services)
-	claimed := map[string]bool{}
+	claimed, claimedID := map[string]bool{}, map[string]bool{}
+	labelled := map[string]ray.Node{} // lab/service -> its node, ALIVE ones winning
+	for _, n := range nodes {
+		lab, svc := n.Labels[labels.RayNodeLab], n.Labels[labels.RayNodeService]
+		key := n.NodeIP + "/" + lab + "/" + svc
+		if old, ok := labelled[key]; svc != "" && (!ok || !old.Alive()) {
+			labelled[key] = n
+		}
+	}
 	var out []WorkerNode
 	var down []int
 	for _, s := range services {
@@ -79,7 +92,13 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node) ([]W
 		if len(ips) > 0 {
 			wn.IP = ips[0]
 		}
-		if n, ok := byIP[wn.IP]; ok && wn.IP != "" {
+		if n, ok := labelled[nodeIP+"/"+w.Project+"/"+s]; ok && nodeIP != "" {
+			// On a host network the address is the host's: the node's
+			// labels say which container it is.
+			claimedID[n.NodeID] = true
+			wn.RayState, wn.NodeIP = n.State, n.NodeIP
+			wn.Stale = !w.Running && n.Alive()
+		} else if n, ok := byIP[wn.IP]; ok && wn.IP != "" {
 			claimed[wn.IP] = true
 			wn.RayState, wn.NodeIP = n.State, n.NodeIP
 		}
@@ -90,12 +109,14 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node) ([]W
 			wn.Stale = true // an engine that still reports the stopped container's address
 		case !w.Running && wn.RayState == "":
 			down = append(down, len(out))
+		case !w.Running && wn.RayState != rayAlive:
+			wn.RayState = RayNotAlive
 		}
 		out = append(out, wn)
 	}
 	var unpaired []ray.Node
 	for _, n := range nodes {
-		if n.Alive() && !n.IsHeadNode && !claimed[n.NodeIP] {
+		if n.Alive() && !n.IsHeadNode && !claimed[n.NodeIP] && !claimedID[n.NodeID] && (nodeIP == "" || n.NodeIP == nodeIP) {
 			unpaired = append(unpaired, n)
 		}
 	}

@@ -69,7 +69,7 @@ func TestMatchWorkerNodes(t *testing.T) {
 			want:    map[string]string{"ray-worker-0": "ALIVE"}, unpaired: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pairs, unpaired := lab.MatchWorkerNodes(tc.workers, tc.nodes)
+			pairs, unpaired := lab.MatchWorkerNodes(tc.workers, tc.nodes, "")
 			got := map[string]string{}
 			var stale []string
 			for _, p := range pairs {

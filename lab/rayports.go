@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/host"
@@ -85,6 +86,12 @@ func spanHosts(p *Plan, facts host.Facts, base int) error {
 	if facts.NodeIP == "" {
 		return clierr.Hintf("pass this host's address on the network the other host shares, e.g. --node-ip 10.52.0.7 ('ip -4 addr' lists them)",
 			"this host's address for other hosts is unknown (no default route): Ray's nodes must advertise an address the other host reaches")
+	}
+	if b, err := netip.ParseAddr(p.Bind); err == nil && !b.IsUnspecified() && p.Bind != facts.NodeIP {
+		// The other hosts and the lab's own containers reach the dashboard
+		// and MinIO where the node lives: a --bind elsewhere hides them.
+		return clierr.WithCode(clierr.Hintf(fmt.Sprintf("use --bind 0.0.0.0, or --bind %s (this host's node address)", facts.NodeIP),
+			"--allow-join with --bind %s: the other hosts reach the lab at %s", p.Bind, facts.NodeIP), clierr.ExitNotBuilt)
 	}
 	if err := checkRayPortBase(base, len(p.Workers)+1); err != nil {
 		return clierr.WithCode(clierr.WithHint(err, "choose another --ray-port-base, e.g. --ray-port-base 20000"), clierr.ExitNotBuilt)

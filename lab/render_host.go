@@ -47,7 +47,8 @@ func (r renderer) spanHosts(services types.Services) error {
 		"--dashboard-host=" + p.dashboardHost(),
 		fmt.Sprintf("--dashboard-port=%d", p.Ports[PortDashboard]),
 		fmt.Sprintf("--num-cpus=%d", p.Head.CPUs),
-		"--num-gpus=0"}, append(p.Head.Ports.Flags(), "--block")...)
+		"--num-gpus=0",
+		r.nodeLabels(HeadService)}, append(p.Head.Ports.Flags(), "--block")...)
 	r.setEnv(&head,
 		"RAY_GRAFANA_HOST", probes.Grafana,
 		"RAY_PROMETHEUS_HOST", probes.Prometheus,
@@ -73,8 +74,15 @@ func (r renderer) hostWorker(s *types.ServiceConfig, w Worker, gcs, minio string
 		"--address=" + gcs,
 		"--node-ip-address=" + r.p.NodeIP,
 		fmt.Sprintf("--num-cpus=%d", w.CPUs),
-		"--num-gpus=1"}, append(w.Ports.Flags(), "--block")...)
+		"--num-gpus=1",
+		r.nodeLabels(w.Service)}, append(w.Ports.Flags(), "--block")...)
 	r.setEnv(s, "AWS_ENDPOINT_URL", minio, AgentPortEnv, strconv.Itoa(w.Ports.AgentHTTP), NodeIPEnv, r.p.NodeIP)
+}
+
+// nodeLabels names the node's lab and service to Ray (ray start --labels,
+// Ray >= 2.49): nodes sharing a host address are told apart by them.
+func (r renderer) nodeLabels(service string) string {
+	return fmt.Sprintf("--labels=%s=%s,%s=%s", labels.RayNodeLab, r.p.Project, labels.RayNodeService, service)
 }
 
 // joinedProject renders a second host's plan: its workers only, joining

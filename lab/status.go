@@ -51,10 +51,34 @@ type Status struct {
 	Ray        string   `json:"ray"` // what the Ray probe said
 	Notes      []string `json:"notes,omitempty"`
 	Next       []string `json:"next,omitempty"`
+	// Joined is the lab this host's workers joined (a second host).
+	Joined *Joined `json:"joined,omitempty"`
+	// Remote are the Ray nodes of other hosts: joined hosts' workers on
+	// the lab's first host, the head on a second host.
+	Remote []RemoteNode `json:"remote_nodes,omitempty"`
+	nodeIP string       // this host's node address when the nodes span hosts
+}
+
+// RemoteNode is a Ray node another host runs, as the head lists it.
+type RemoteNode struct {
+	Host    string  `json:"host"`              // its address
+	Service string  `json:"service,omitempty"` // its container's service on that host (node label)
+	Lab     string  `json:"lab,omitempty"`     // the project on that host (node label)
+	Head    bool    `json:"head,omitempty"`
+	State   string  `json:"state"`
+	GPUs    float64 `json:"gpus"`
+	NodeID  string  `json:"node_id"`
 }
 
 // Services are the plan's services: the head, the workers, then the others.
 func (p Plan) Services() []string {
+	if p.Joined != nil {
+		var s []string
+		for _, w := range p.Workers {
+			s = append(s, w.Service)
+		}
+		return s
+	}
 	s := []string{HeadService}
 	for _, w := range p.Workers {
 		s = append(s, w.Service)
@@ -83,6 +107,10 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 		return st, nil
 	}
 	st.URLs = &state.URLs
+	st.nodeIP, st.Joined = state.Plan.NodeIP, state.Plan.Joined
+	if st.Joined != nil {
+		st.URLs = nil // the lab's pages are the first host's
+	}
 	clients, err := stateDir.Connect()
 	if err != nil {
 		return st, err
@@ -96,7 +124,44 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 		return st, nil
 	}
 	st.explain(workers, nodes, true)
+	st.remote(nodes)
 	return st, nil
+}
+
+// remote lists the nodes other hosts run. A host whose nodes are all DEAD
+// left (or cannot be reached): it is reported, never silently dropped.
+func (st *Status) remote(nodes []ray.Node) {
+	if st.nodeIP == "" {
+		return // one host: every node is this host's
+	}
+	aliveAt := map[string]bool{}
+	for _, n := range nodes {
+		if n.Alive() {
+			aliveAt[n.NodeIP] = true
+		}
+	}
+	gone := map[string]bool{}
+	for _, n := range nodes {
+		if n.NodeIP == st.nodeIP || (st.Joined != nil && !n.IsHeadNode) {
+			continue
+		}
+		if !n.Alive() && aliveAt[n.NodeIP] {
+			continue // an old node of a restarted worker
+		}
+		st.Remote = append(st.Remote, RemoteNode{Host: n.NodeIP, Service: n.Labels[labels.RayNodeService], Lab: n.Labels[labels.RayNodeLab],
+			Head: n.IsHeadNode, State: n.State, GPUs: n.GPUs(), NodeID: n.NodeID})
+		if !n.Alive() && !gone[n.NodeIP] {
+			gone[n.NodeIP] = true
+			st.Notes = append(st.Notes, fmt.Sprintf("host %s: Ray lists its nodes DEAD: that host left the lab or cannot be reached (its 'mltrain join' can be run again)", n.NodeIP))
+		}
+	}
+	sort.Slice(st.Remote, func(i, j int) bool {
+		a, b := st.Remote[i], st.Remote[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.Service < b.Service
+	})
 }
 
 func (st *Status) readContainers(ctx context.Context, eng docker.Engine, project string) (map[string]WorkerContainer, error) {
@@ -187,7 +252,7 @@ func modTime(path string) (time.Time, error) {
 // could not be asked).
 func (st *Status) explain(workers map[string]WorkerContainer, nodes []ray.Node, asked bool) {
 	now := time.Now()
-	pairs, unpaired := MatchWorkerNodes(workers, nodes)
+	pairs, unpaired := MatchWorkerNodes(workers, nodes, st.nodeIP)
 	var stale []string
 	for _, w := range pairs {
 		row := st.row(w.Service)

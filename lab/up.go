@@ -126,6 +126,9 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
 		return res, err
 	}
+	if err := checkHostPortsFree(ctx, d.Engine, project.Name, plan, hostNetworked(project.Services[HeadService].NetworkMode)); err != nil {
+		return res, err
+	}
 	imgRes, err := ensureImages(ctx, d.Engine, project, plan.RayVersion, o.Images, rep, "give 'mltrain up' images this host already has: "+imageFlags())
 	res.Images = imgRes
 	if err != nil {
@@ -133,7 +136,7 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 	}
 	// After the images: a host that cannot have them is left without a
 	// volume it did not ask for.
-	if err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
+	if _, err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
 		return res, err
 	}
 

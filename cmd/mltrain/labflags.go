@@ -17,6 +17,7 @@ type labFlags struct {
 	opts   lab.Options
 	shm    string
 	hostIP string
+	nodeIP string
 	images map[lab.Role]*string
 	ports  map[string]int
 }
@@ -46,7 +47,10 @@ func addLabFlags(fs *pflag.FlagSet) *labFlags {
 	for _, r := range lab.Roles {
 		f.images[r] = fs.String("image-"+string(r), "", imageHelp[r])
 	}
-	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: dashboard, grafana, jupyter, minio-console, minio-api, prometheus)")
+	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: dashboard, grafana, jupyter, minio-console, minio-api, prometheus, gcs)")
+	fs.BoolVar(&f.opts.AllowJoin, "allow-join", false, "accept workers from other hosts ('mltrain join-token' then prints their join line): Ray's nodes run on the host network")
+	fs.IntVar(&f.opts.RayPortBase, "ray-port-base", lab.DefaultRayPortBase, "with --allow-join: first of the ports Ray's nodes use on each host (1000 per node)")
+	fs.StringVar(&f.nodeIP, "node-ip", "", "with --allow-join: this host's address on the network the other hosts share (default: the default-route interface's)")
 	return f
 }
 

@@ -51,8 +51,8 @@ Credentials are generated once and kept in the output directory (0600).`,
 			if facts.GPUs, err = lab.ReadGPUReport(gpusFrom); err != nil {
 				return err
 			}
-			facts.HostIP, facts.RenderGID, facts.VideoGID = lf.hostIP, renderGID, videoGID
-		} else if facts, err = host.Detect(cmd.Context(), host.Options{HostIP: lf.hostIP}); err != nil {
+			facts.HostIP, facts.NodeIP, facts.RenderGID, facts.VideoGID = lf.hostIP, lf.nodeIP, renderGID, videoGID
+		} else if facts, err = host.Detect(cmd.Context(), host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP}); err != nil {
 			return err
 		}
 		if cpus > 0 {

@@ -65,7 +65,7 @@ and verifies them.`,
 		a.versionCmd(),
 		a.gpusCmd(), a.doctorCmd(),
 		a.renderCmd(), a.buildCmd(), a.imagesCmd(),
-		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(),
+		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(), a.joinTokenCmd(), a.joinCmd(),
 		a.dataCmd(), a.labCmd(), a.verifyCmd(),
 	)
 	// cobra adds 'completion' when it executes; add it now so its mistakes

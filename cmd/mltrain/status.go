@@ -69,6 +69,18 @@ func printStatus(a *app, st lab.Status) {
 		fmt.Fprintf(tw, "%s\t-\tmissing\t-\t-\t-\n", m)
 	}
 	tw.Flush()
+	if j := st.Joined; j != nil {
+		fmt.Fprintf(a.out, "\nThis host's workers joined lab %q: head %s:%d, dashboard http://%s:%d\n", j.Lab, j.HeadIP, j.GCSPort, j.HeadIP, j.Dashboard)
+	}
+	if len(st.Remote) > 0 && st.Joined == nil {
+		fmt.Fprintln(a.out, "\nNodes on other hosts (joined with 'mltrain join'):")
+		tw = tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOST\tSERVICE THERE\tGPU\tRAY\tNODE")
+		for _, n := range st.Remote {
+			fmt.Fprintf(tw, "%s\t%s\t%g\t%s\t%s\n", n.Host, dash(n.Service), n.GPUs, n.State, n.NodeID)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(a.out, "\nRay: %s\n", st.Ray)
 	for _, n := range st.Notes {
 		fmt.Fprintf(a.out, "Note: %s\n", n)

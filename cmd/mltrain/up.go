@@ -57,7 +57,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		res, err := lab.Up(ctx, lab.UpDeps{
 			Engine: eng, Reporter: rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
-				return host.Detect(ctx, host.Options{HostIP: lf.hostIP})
+				return host.Detect(ctx, host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP})
 			},
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
 		}, lab.UpOptions{
@@ -96,6 +96,10 @@ func (a *app) printUp(r lab.UpResult) {
 		fmt.Fprintf(&b, "They are kept in %s (mode 0600).\n", file)
 	} else {
 		fmt.Fprintf(&b, "\nCredentials: 'mltrain credentials' (kept in %s, mode 0600).\n", file)
+	}
+	if p.Network == lab.NetworkHost {
+		fmt.Fprintf(&b, "\nOther hosts may join: 'mltrain join-token' prints the line to run there. Ray's nodes talk on many ports both ways:\n"+
+			"allow all TCP between this host (%s) and each joining host, and nothing else from outside.\n", p.NodeIP)
 	}
 	fmt.Fprintln(&b, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
 	fmt.Fprint(a.out, a.next(b.String()))

@@ -58,3 +58,11 @@ const ManagedByValue = "mltrain"
 
 // RoleWorker is Role's value on Ray worker containers.
 const RoleWorker = "worker"
+
+// Labels mltrain gives Ray's nodes (ray start --labels) when they span
+// hosts: on one host network several nodes share an address, so these tell
+// which container a node is and which host's lab started it.
+const (
+	RayNodeLab     = "mltrain.lab"     // the project on the node's own host
+	RayNodeService = "mltrain.service" // the service (ray-head, ray-worker-N)
+)

@@ -19,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/labels"
 )
 
 // MinIOModule is the MinIO server version tests run (pinned: the module
@@ -98,7 +100,13 @@ func BuildImages(t testing.TB, eng docker.Engine) Images {
 		for _, p := range tools {
 			files[p] = standin
 		}
-		build(t, eng, tag, files, `ENTRYPOINT ["/app"]`)
+		tail := `ENTRYPOINT ["/app"]`
+		if role == "ray" {
+			// The version labels mltrain's own Ray images carry: a join
+			// compares them with the lab's.
+			tail += fmt.Sprintf("\nLABEL %s=%q %s=%q", labels.ImageRayVersion, dockerfiles.DefaultRayVersion, labels.ImagePythonVersion, dockerfiles.PythonVersion)
+		}
+		build(t, eng, tag, files, tail)
 		imgs[role] = tag
 	}
 	imgs["head"], imgs["worker"] = imgs["ray"], imgs["ray"]

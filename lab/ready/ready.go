@@ -138,7 +138,11 @@ func HTTP(name, url string, header http.Header) Check {
 // RayCluster passes when the dashboard answers with the token and Ray reports
 // one ALIVE head and exactly wantWorkers ALIVE workers holding wantGPUs GPUs
 // in total.
-func RayCluster(c *ray.Client, wantWorkers int, wantGPUs float64) Check {
+//
+// nodeIP, when set, is the address this host's nodes advertise (nodes that
+// span hosts): only those count, so nodes other hosts joined neither make
+// the count nor hide a missing local one.
+func RayCluster(c *ray.Client, wantWorkers int, wantGPUs float64, nodeIP string) Check {
 	return Check{Name: "ray", Run: func(ctx context.Context) (string, error) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -153,7 +157,7 @@ func RayCluster(c *ray.Client, wantWorkers int, wantGPUs float64) Check {
 		heads, workers := 0, 0
 		var gpus float64
 		for _, n := range nodes {
-			if !n.Alive() {
+			if !n.Alive() || (nodeIP != "" && n.NodeIP != nodeIP) {
 				continue
 			}
 			if n.IsHeadNode {

@@ -107,7 +107,7 @@ func TestRayClusterCheck(t *testing.T) {
 	defer srv.Close()
 	c, err := ray.New(ray.Options{Address: srv.URL, Token: "tok"})
 	require.NoError(t, err)
-	check := RayCluster(c, 2, 2)
+	check := RayCluster(c, 2, 2, "")
 
 	head := ray.Node{NodeID: "h", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 2}}
 	w1 := ray.Node{NodeID: "w1", State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1}}
@@ -123,6 +123,6 @@ func TestRayClusterCheck(t *testing.T) {
 	assert.Contains(t, detail, "1 head + 2 workers ALIVE, 2 GPUs")
 
 	bad, _ := ray.New(ray.Options{Address: srv.URL})
-	_, err = RayCluster(bad, 2, 2).Run(context.Background())
+	_, err = RayCluster(bad, 2, 2, "").Run(context.Background())
 	assert.Error(t, err, "no token: 401")
 }

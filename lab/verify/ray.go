@@ -75,7 +75,7 @@ func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Nod
 			ws[w.Service] = lab.WorkerContainer{Index: w.Index, Project: e.d.State.Project, ContainerDetails: d}
 		}
 	}
-	pairs, unpaired := lab.MatchWorkerNodes(ws, nodes)
+	pairs, unpaired := lab.MatchWorkerNodes(ws, nodes, e.plan.NodeIP)
 	out := map[string]lab.WorkerNode{}
 	for _, p := range pairs {
 		out[p.Service] = p

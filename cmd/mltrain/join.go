@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/lab"
+)
+
+func (a *app) joinTokenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "join-token",
+		Short: "Print the line that adds another host's GPUs to this lab (a secret)",
+		Long: `join-token prints one line, 'mltrain join <bundle>', to paste on another host: it
+carries the head's address and ports, the lab's Ray token and MinIO's bucket-limited
+user, and the Ray version and worker image to match. Treat it as a password. The lab
+must have been brought up with 'mltrain up --allow-join'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := a.StateDir().MakeJoinBundle()
+			if err != nil {
+				return err
+			}
+			line := "mltrain join " + b.Encode()
+			if a.json {
+				return printJSON(a.out, map[string]string{"command": line, "head": b.GCSAddress()})
+			}
+			fmt.Fprintln(a.errOut, "Run this on the other host (it holds the lab's secrets: do not paste it in a public channel):")
+			_, err = fmt.Fprintln(a.out, line)
+			return err
+		},
+	}
+}
+
+func (a *app) joinCmd() *cobra.Command {
+	var o lab.JoinRunOptions
+	var hostIP, nodeIP, shm, pull, memory, gpusFrom string
+	var cpus int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "join BUNDLE",
+		Short: "Add this host's GPUs to a lab on another host",
+		Long: `join adds this host's GPUs to the lab whose first host printed 'mltrain join BUNDLE'
+('mltrain join-token' there): one worker per GPU, pinned by UUID or render node as 'up'
+does (--share-gpu on a one-GPU host), on the host network at this host's address. Before
+starting anything it proves this host reaches the head's ports and MinIO, that the head
+takes the bundle's token and that the worker image runs the lab's Ray and Python; then it
+waits until the head lists this host's nodes ALIVE with their GPUs. A second join changes
+nothing; 'mltrain down' here removes only these workers. --render-only --out DIR writes
+compose.yaml and starts nothing.`,
+		Args: cobra.ExactArgs(1),
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Join.Workers, "workers", 0, "number of workers (default: one per GPU)")
+	fl.BoolVar(&o.Join.ShareGPU, "share-gpu", false, "on a host with one GPU, run two workers on it")
+	fl.BoolVar(&o.Join.AllowCPU, "allow-cpu", false, "join a host without GPUs as CPU rehearsal workers")
+	fl.IntVar(&o.Join.WorkerCPUs, "worker-cpus", 0, "CPUs each worker advertises (default: the host's split across workers)")
+	fl.StringVar(&shm, "shm-size", "", "shared memory per worker, e.g. 12g")
+	fl.StringVar(&o.Join.DataVolume, "data-volume", lab.DefaultDataVolume, "this host's Docker volume holding Food-11")
+	fl.StringVar(&o.Join.WorkerImage, "image-worker", "", "worker image to run instead of building mltrain's (e.g. one 'mltrain images load' brought)")
+	fl.StringVar(&hostIP, "host-ip", "", "this host's public address (default: detected)")
+	fl.StringVar(&nodeIP, "node-ip", "", "this host's address on the network the lab's hosts share (default: the default-route interface's)")
+	fl.StringVar(&gpusFrom, "gpus-from", "", "with --render-only: plan for the GPUs in this 'mltrain gpus --json' file")
+	fl.IntVar(&cpus, "cpus", 0, "with --gpus-from: the host's CPU count")
+	fl.StringVar(&memory, "memory", "", "with --gpus-from: the host's memory, e.g. 256g")
+	fl.StringVar(&pull, "pull", string(images.PullMissing), "when to pull base images: missing, always, never")
+	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for this host's nodes to join")
+	fl.BoolVar(&o.NoRollback, "no-rollback", false, "keep the containers of a failed first join for inspection")
+	fl.BoolVar(&o.RenderOnly, "render-only", false, "write compose.yaml into --out (or the state dir) and start nothing")
+	var out string
+	fl.StringVar(&out, "out", "", "with --render-only: the directory to write to")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		b, err := lab.DecodeJoinBundle(args[0])
+		if err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("project") {
+			a.project = b.Lab // on its own host a joining lab keeps the lab's name
+		}
+		o.Bundle, o.Join.Project, o.Timeout = b, a.project, timeout
+		o.StateDir = a.StateDir()
+		if out != "" {
+			if !o.RenderOnly {
+				return clierr.WithCode(clierr.Hintf("add --render-only, or drop --out", "--out writes files only with --render-only"), clierr.ExitNotBuilt)
+			}
+			o.StateDir = lab.StateDir(out)
+		}
+		if shm != "" {
+			if o.Join.WorkerShm, err = parseSize("--shm-size", shm); err != nil {
+				return err
+			}
+		}
+		if o.Images.Pull, err = images.ParsePullPolicy(pull); err != nil {
+			return err
+		}
+		detect, err := joinFacts(gpusFrom, cpus, memory, hostIP, nodeIP, o.RenderOnly)
+		if err != nil {
+			return err
+		}
+		var deps lab.UpDeps
+		deps.Detect = detect
+		if !o.RenderOnly {
+			eng, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			deps.Engine = eng
+		}
+		rep, done := a.reporter()
+		deps.Reporter = rep
+		res, err := lab.Join(ctx, deps, o)
+		done()
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return printJSON(a.out, res)
+		}
+		a.printJoin(res, b)
+		return nil
+	}
+	return cmd
+}
+
+// joinFacts detects this host, or reads the planning flags for --render-only.
+func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderOnly bool) (func(context.Context) (host.Facts, error), error) {
+	if gpusFrom == "" {
+		return func(ctx context.Context) (host.Facts, error) {
+			return host.Detect(ctx, host.Options{HostIP: hostIP, NodeIP: nodeIP})
+		}, nil
+	}
+	if !renderOnly {
+		return nil, clierr.WithCode(clierr.Hintf("add --render-only: a join starts workers for this host's own GPUs", "--gpus-from plans for another host"), clierr.ExitNotBuilt)
+	}
+	if cpus <= 0 || memory == "" {
+		return nil, clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
+			"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitNotBuilt)
+	}
+	report, err := lab.ReadGPUReport(gpusFrom)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := parseSize("--memory", memory)
+	if err != nil {
+		return nil, err
+	}
+	f := host.Facts{GPUs: report, CPUs: cpus, MemoryBytes: mem, HostIP: hostIP}
+	if f.NodeIP, err = host.FindNodeIP(host.Options{NodeIP: nodeIP}); err != nil {
+		return nil, err
+	}
+	return func(context.Context) (host.Facts, error) { return f, nil }, nil
+}
+
+func (a *app) printJoin(r lab.JoinResult, b lab.JoinBundle) {
+	var s strings.Builder
+	p := r.Plan
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&s, "Wrote %s to %s; nothing started.\n", strings.Join(r.Files, ", "), r.StateDir)
+		fmt.Fprint(a.out, s.String())
+		return
+	}
+	fmt.Fprintf(&s, "\nThis host (%s) joined lab %q at %s: %d worker(s), %s mode", p.NodeIP, b.Lab, b.GCSAddress(), len(p.Workers), p.Mode)
+	if r.Applied["created"]+r.Applied["recreated"]+r.Applied["started"] == 0 {
+		fmt.Fprint(&s, "; nothing changed")
+	}
+	fmt.Fprint(&s, ".\n")
+	for _, n := range r.Nodes {
+		fmt.Fprintf(&s, "  node %s  %s  %g GPU  %s\n", n.NodeID, n.NodeIP, n.GPUs(), n.State)
+	}
+	if !r.HasData {
+		fmt.Fprintf(&s, "The dataset is not on this host yet: 'mltrain data food11' here before training.\n")
+	}
+	fmt.Fprintf(&s, "Ray dashboard (on the first host): %s\n", b.DashboardURL())
+	fmt.Fprintln(&s, "Next: 'mltrain status' here or on the first host; 'mltrain down' here removes only these workers.")
+	fmt.Fprint(a.out, a.next(s.String()))
+}

@@ -1,0 +1,287 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/lab/ready"
+)
+
+// JoinFile keeps, on a second host, the bundle it joined with (0600: it
+// holds the lab's Ray token and MinIO user): status, down and a re-join
+// read it there.
+const JoinFile = "join.json"
+
+// JoinRunOptions are `mltrain join`'s choices beside the plan's.
+type JoinRunOptions struct {
+	StateDir    StateDir
+	Bundle      JoinBundle
+	Join        JoinOptions
+	Images      images.Options
+	Timeout     time.Duration // the wait for this host's nodes (default 10 minutes)
+	StopTimeout time.Duration
+	NoRollback  bool
+	// RenderOnly writes compose.yaml and starts nothing.
+	RenderOnly bool
+}
+
+// JoinResult is what `mltrain join` prints.
+type JoinResult struct {
+	Plan     Plan           `json:"plan"`
+	Files    []string       `json:"files,omitempty"`
+	Images   images.Result  `json:"images"`
+	Nodes    []ray.Node     `json:"nodes,omitempty"` // this host's nodes, as the head lists them
+	HasData  bool           `json:"dataset_loaded"`
+	StateDir StateDir       `json:"state_dir"`
+	Applied  map[string]int `json:"applied,omitempty"` // created, recreated, started, unchanged
+}
+
+// Join adds this host's GPUs to the lab of o.Bundle: it plans one worker
+// per GPU, makes the worker image present and checks it runs the lab's Ray
+// and Python, proves before starting anything that the head and MinIO are
+// reachable and the token is the lab's, starts the workers on the host
+// network and waits until the head lists this host's nodes ALIVE with their
+// GPUs. Like up it converges: a second join changes nothing.
+func Join(ctx context.Context, d UpDeps, o JoinRunOptions) (JoinResult, error) {
+	var left leftBehind
+	res, err := join(ctx, d, o, &left)
+	if err != nil && ctx.Err() != nil {
+		err = clierr.WithHint(err, left.String())
+	}
+	return res, err
+}
+
+func join(ctx context.Context, d UpDeps, o JoinRunOptions, left *leftBehind) (JoinResult, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	res := JoinResult{StateDir: o.StateDir}
+	rep, b := d.Reporter, o.Bundle
+	facts, err := detect(ctx, d, rep)
+	if err != nil {
+		return res, err
+	}
+	plan, err := NewJoinPlan(facts, o.Join, b)
+	if err != nil {
+		return res, err
+	}
+	res.Plan = plan
+	for _, w := range plan.Warnings {
+		progress.Warning(rep, w)
+	}
+	if o.RenderOnly {
+		files, err := write(o.StateDir, plan)
+		res.Files = files
+		return res, err
+	}
+	if err := checkHeadReachable(ctx, b, plan.NodeIP); err != nil {
+		return res, err
+	}
+	rendered, err := Render(ctx, o.StateDir, plan)
+	if err != nil {
+		return res, err
+	}
+	project := rendered.Project
+	if err := o.StateDir.WriteJSON(JoinFile, b); err != nil {
+		return res, err
+	}
+	if res.Images, err = ensureImages(ctx, d.Engine, project, plan.RayVersion, o.Images, rep,
+		"give 'mltrain join' a worker image this host already has: --image-worker REF"); err != nil {
+		return res, err
+	}
+	if err := checkImageVersions(ctx, d.Engine, plan.Images[RoleWorker], b, rep); err != nil {
+		return res, err
+	}
+	if err := checkHostPortsFree(ctx, d.Engine, project.Name, plan, hostNetworked(project.Services[plan.Workers[0].Service].NetworkMode)); err != nil {
+		return res, err
+	}
+	if res.HasData, err = ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
+		return res, err
+	}
+	ap, err := newApplier(ctx, d.Engine, project, rep, o.NoRollback, "mltrain join", left)
+	if err != nil {
+		return res, err
+	}
+	applied, err := ap.apply(ctx, o.StopTimeout, o.Timeout)
+	if err != nil {
+		return res, err
+	}
+	res.Applied = map[string]int{"created": len(applied.Created), "recreated": len(applied.Recreated), "started": len(applied.Started), "unchanged": len(applied.Unchanged)}
+	rc, err := ray.New(ray.Options{Address: b.DashboardURL(), Token: b.RayToken, TokenSource: "the join bundle"})
+	if err != nil {
+		return res, ap.fail(ctx, err)
+	}
+	check := joinedNodes(rc, &plan, &res.Nodes)
+	if err := ready.Wait(ctx, d.Engine, project.Name, []ready.Check{check}, o.Timeout, rep); err != nil {
+		return res, ap.fail(ctx, clierr.WithHint(err, firewallHint(b, plan.NodeIP, "the first host cannot reach this host's Ray ports, or")))
+	}
+	st := State{Project: plan.Project, Plan: plan, Probes: Probes{Ray: b.DashboardURL(), MinIO: b.MinIO}, UpAt: time.Now().UTC()}
+	return res, o.StateDir.SaveState(st)
+}
+
+func detect(ctx context.Context, d UpDeps, rep progress.Reporter) (host.Facts, error) {
+	progress.Begin(rep, "detect host", "")
+	facts, err := d.Detect(ctx)
+	if err != nil {
+		progress.Failed(rep, "detect host", err)
+		return facts, err
+	}
+	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
+	return facts, nil
+}
+
+// firewallHint says which rule lets the two hosts talk: Ray's nodes talk on
+// many ports both ways (and Torch/NCCL on ephemeral ones), so it is a rule
+// for the pair of hosts, not a port list.
+func firewallHint(b JoinBundle, nodeIP, what string) string {
+	return fmt.Sprintf("%s a firewall between the hosts blocks them: allow all TCP between %s (the lab's first host) and %s (this host), "+
+		"e.g. on the first host 'sudo iptables -I INPUT -s %s -j ACCEPT' and here 'sudo iptables -I INPUT -s %s -j ACCEPT' "+
+		"(or the cloud's security group), then run 'mltrain join' again", what, b.HeadIP, nodeIP, nodeIP, b.HeadIP)
+}
+
+// checkHeadReachable proves, before anything starts, that this host reaches
+// the head's GCS and dashboard and MinIO, and that the head takes the
+// bundle's token and runs the bundle's Ray.
+func checkHeadReachable(ctx context.Context, b JoinBundle, nodeIP string) error {
+	mu, err := url.Parse(b.MinIO)
+	if err != nil || mu.Host == "" {
+		return clierr.Hintf(bundleHint, "the join bundle's MinIO endpoint %q is not a URL", b.MinIO)
+	}
+	for _, t := range []struct{ what, addr string }{
+		{"the head's GCS", b.GCSAddress()},
+		{"the head's dashboard", net.JoinHostPort(b.HeadIP, strconv.Itoa(b.Dashboard))},
+		{"the lab's MinIO", mu.Host},
+	} {
+		c, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", t.addr)
+		if err != nil {
+			return clierr.WithHint(fmt.Errorf("this host cannot reach %s at %s: %w", t.what, t.addr, err),
+				firewallHint(b, nodeIP, "check the first host's lab is up ('mltrain status' there) and that"))
+		}
+		c.Close()
+	}
+	rc, err := ray.New(ray.Options{Address: b.DashboardURL(), Token: b.RayToken, TokenSource: "the join bundle"})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := rc.Version(cctx)
+	if err == nil {
+		_, err = rc.Nodes(cctx)
+	}
+	if errors.Is(err, ray.ErrAuthInvalid) || errors.Is(err, ray.ErrAuthMissing) {
+		return clierr.WithHint(fmt.Errorf("the lab's head at %s refuses the join bundle's Ray token: %w", b.DashboardURL(), err),
+			"the lab was re-created since the bundle was made: run 'mltrain join-token' on its first host again and paste the new line")
+	}
+	if err != nil {
+		return fmt.Errorf("ask the lab's head at %s: %w", b.DashboardURL(), err)
+	}
+	if v.RayVersion != "" && v.RayVersion != b.RayVersion {
+		return clierr.Hintf("run 'mltrain join-token' on the first host again: the lab was re-created with another Ray",
+			"the lab's head runs Ray %s, the join bundle says %s", v.RayVersion, b.RayVersion)
+	}
+	return nil
+}
+
+// checkImageVersions refuses a worker image whose Ray or Python is not the
+// lab's: Ray refuses such a node, possibly only after it started.
+func checkImageVersions(ctx context.Context, eng docker.Engine, ref string, b JoinBundle, rep progress.Reporter) error {
+	img, err := eng.ImageInspect(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("inspect worker image %s: %w", ref, err)
+	}
+	for _, c := range []struct{ label, what, want string }{
+		{labels.ImageRayVersion, "Ray", b.RayVersion},
+		{labels.ImagePythonVersion, "Python", b.Python},
+	} {
+		got := img.Labels[c.label]
+		switch {
+		case got == "":
+			progress.Warning(rep, fmt.Sprintf("worker image %s does not say its %s version (no %s label): Ray will refuse its nodes if it is not %s", ref, c.what, c.label, c.want))
+		case got != c.want:
+			return clierr.Hintf(fmt.Sprintf("use the lab's: 'mltrain build --ray-version %s' here, or 'mltrain images save FILE' on the first host and 'mltrain images load FILE' here", b.RayVersion),
+				"worker image %s has %s %s, the lab runs %s %s: Ray refuses nodes of another version", ref, c.what, got, c.what, c.want)
+		}
+	}
+	return nil
+}
+
+func hostNetworked(mode string) bool { return mode == "host" }
+
+// checkHostPortsFree refuses a host-networked node whose pinned ports are
+// taken: Ray does not fail then, it runs half-broken (an agent without its
+// HTTP server). Containers of this project already running hold their own.
+func checkHostPortsFree(ctx context.Context, eng docker.Engine, project string, p Plan, onHost bool) error {
+	if !onHost || p.Network != NetworkHost {
+		return nil // an override put the nodes elsewhere: their ports are not this host's
+	}
+	running, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
+	if err != nil {
+		return err
+	}
+	if len(running) > 0 {
+		return nil
+	}
+	type node struct {
+		name  string
+		ports []int
+	}
+	var nodes []node
+	if hp := p.Head.Ports; hp != nil {
+		nodes = append(nodes, node{HeadService, []int{p.Ports[PortGCS], p.Ports[PortDashboard], hp.NodeManager, hp.ObjectManager, hp.AgentGRPC,
+			hp.AgentHTTP, hp.RuntimeEnvAgent, hp.Metrics, hp.ClientServer, hp.MinWorker, hp.MaxWorker}})
+	}
+	for _, w := range p.Workers {
+		wp := w.Ports
+		nodes = append(nodes, node{w.Service, []int{wp.NodeManager, wp.ObjectManager, wp.AgentGRPC, wp.AgentHTTP, wp.RuntimeEnvAgent, wp.Metrics, wp.MinWorker, wp.MaxWorker}})
+	}
+	for _, n := range nodes {
+		for _, port := range n.ports {
+			l, err := net.Listen("tcp", net.JoinHostPort(p.NodeIP, strconv.Itoa(port)))
+			if err != nil {
+				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it, or have the lab use other ports: 'mltrain up --allow-join --ray-port-base N' on the first host (and a new join-token)", port),
+					"port %d on %s, which %s's Ray node needs, is taken", port, p.NodeIP, n.name)
+			}
+			l.Close()
+		}
+	}
+	return nil
+}
+
+// joinedNodes waits until the head lists this host's nodes (at its node
+// address) ALIVE, as many as it has workers, with their GPUs.
+func joinedNodes(rc *ray.Client, p *Plan, out *[]ray.Node) ready.Check {
+	return ready.Check{Name: "joined", Run: func(ctx context.Context) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		nodes, err := rc.Nodes(cctx)
+		if err != nil {
+			return "", err
+		}
+		var mine []ray.Node
+		gpus := 0.0
+		for _, n := range nodes {
+			if n.NodeIP == p.NodeIP && n.Alive() {
+				mine = append(mine, n)
+				gpus += n.GPUs()
+			}
+		}
+		if len(mine) != len(p.Workers) || gpus != float64(len(p.Workers)) {
+			return "", fmt.Errorf("the head lists %d of this host's %d nodes ALIVE at %s, with %g GPUs", len(mine), len(p.Workers), p.NodeIP, gpus)
+		}
+		*out = mine
+		return fmt.Sprintf("%d node(s) at %s ALIVE in lab %s, %g GPU(s)", len(mine), p.NodeIP, p.Joined.Lab, gpus), nil
+	}}
+}
