@@ -33,6 +33,9 @@ func healthcheck(role, cmd string) int {
 		// The worker's Python check: this node's agent, on its own port.
 		url = "http://127.0.0.1:" + os.Getenv("MLTRAIN_RAY_AGENT_PORT") + "/api/local_raylet_healthz"
 	}
+	if url == "" && strings.Contains(cmd, "health-check") && flag(cmd, "address") == "" {
+		url = strings.TrimSpace(readFile(headAddressFile)) // the head's own GCS
+	}
 	if addr := flag(cmd, "address"); url == "" && addr != "" {
 		url = "http://" + addr + "/" // a worker's check: can it reach the head?
 	}

@@ -23,6 +23,7 @@ type node struct {
 	Resources map[string]float64 `json:"resources_total"`
 	Metrics   string             `json:"metrics_export_port,omitempty"`
 	Manager   string             `json:"node_manager_port,omitempty"`
+	Labels    map[string]string  `json:"labels,omitempty"`
 	seen      time.Time
 }
 
@@ -33,6 +34,21 @@ func nodeIP(cmd string) string {
 		return ip
 	}
 	return ownIP()
+}
+
+// headAddressFile is where the head leaves its GCS address for
+// `ray health-check`.
+const headAddressFile = "/tmp/standin-gcs-address"
+
+// nodeLabels reads ray start --labels=k=v,k2=v2.
+func nodeLabels(cmd string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(flag(cmd, "labels"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // tokenOK is Ray's token check on its gRPC servers (RAY_AUTH_MODE=token):
@@ -75,7 +91,7 @@ func deadAfter() time.Duration {
 func runHead(cmd string) {
 	var mu sync.Mutex
 	ip := nodeIP(cmd)
-	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd),
+	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd), Labels: nodeLabels(cmd),
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}, seen: time.Now()}}
 	serveMetrics(metricsPort(cmd))
 	writeDashboards()
@@ -152,6 +168,13 @@ func runHead(cmd string) {
 		port = "6379"
 	}
 	bindIP := flag(cmd, "node-ip-address") // Ray binds the node's address when told one
+	// Where `ray health-check` finds this head's GCS, as Ray's CLI reads the
+	// session's address files.
+	gcsURL := "http://" + net.JoinHostPort(bindIP, port) + "/"
+	if bindIP == "" {
+		gcsURL = "http://127.0.0.1:" + port + "/"
+	}
+	_ = os.WriteFile(headAddressFile, []byte(gcsURL), 0o644)
 	go func() {
 		if err := http.ListenAndServe(net.JoinHostPort(bindIP, port), gcs); err != nil {
 			fmt.Fprintln(os.Stderr, "standin head: GCS:", err)
@@ -236,7 +259,7 @@ func runWorker(cmd string) {
 	host, _, _ := strings.Cut(addr, ":")
 	hostname, _ := os.Hostname()
 	n := node{ID: fmt.Sprintf("worker-%s-%x", hostname, time.Now().UnixNano()), IP: nodeIP(cmd), Metrics: metricsPort(cmd),
-		Manager:   flag(cmd, "node-manager-port"),
+		Manager: flag(cmd, "node-manager-port"), Labels: nodeLabels(cmd),
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}}
 	serveMetrics(n.Metrics)
 	agentPort := flag(cmd, "dashboard-agent-listen-port")

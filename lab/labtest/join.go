@@ -1,0 +1,106 @@
+package labtest
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// NodeIP is this machine's address other hosts would use (its default-route
+// interface's); the test fails where there is none.
+func NodeIP(t testing.TB) string {
+	t.Helper()
+	ip, err := host.FindNodeIP(host.Options{})
+	if err != nil || ip == "" {
+		t.Fatalf("this machine has no default-route address for a lab that spans hosts: %v", err)
+	}
+	return ip
+}
+
+// FreeRayPortBase finds a Ray port base whose first slots' ports are all
+// free on ip right now.
+func FreeRayPortBase(t testing.TB, ip string, slots int) int {
+	t.Helper()
+	for base := 20000; base+1000*slots <= 32000; base += 1000 {
+		free := true
+		for s := 0; s < slots && free; s++ {
+			p := lab.NodePorts(base, s)
+			for _, port := range []int{p.NodeManager, p.ObjectManager, p.AgentGRPC, p.AgentHTTP, p.RuntimeEnvAgent, p.Metrics, p.ClientServer, p.MinWorker, p.MaxWorker} {
+				if port == 0 {
+					continue
+				}
+				l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+				if err != nil {
+					free = false
+					break
+				}
+				l.Close()
+			}
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free block of Ray ports between 20000 and 32000")
+	return 0
+}
+
+// JoinableOptions are LabOptions for a lab that accepts other hosts: Ray on
+// this machine's network at nodeIP, its ports free.
+func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, workers int) lab.Options {
+	t.Helper()
+	o := LabOptions(t, eng, prefix)
+	o.AllowJoin, o.Bind, o.Workers = true, nodeIP, workers
+	o.Ports[lab.PortGCS] = FreePorts(t, 1)[0]
+	o.RayPortBase = FreeRayPortBase(t, nodeIP, workers+1)
+	return o
+}
+
+// SecondHost is a network namespace standing for another host: a container
+// on a Docker network of its own, which reaches the first host only through
+// the first host's address (never the lab's Docker network). A join's
+// workers run in it through an override: network_mode "container:NAME".
+type SecondHost struct {
+	Name string // the holder container
+	IP   string // the "host's" address
+}
+
+// NewSecondHost starts the holder; it and its network are removed at the end.
+func NewSecondHost(t testing.TB, eng docker.Engine, prefix string) SecondHost {
+	t.Helper()
+	ctx := context.Background()
+	name := dockertest.UniqueName(t, prefix)
+	net := name + "-net"
+	if _, err := eng.NetworkEnsure(ctx, net, map[string]string{dockertest.TestLabel: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	img := dockertest.SleeperImage(t, eng)
+	_, err := eng.ContainerCreate(ctx, docker.ContainerSpec{Name: name,
+		Config:     &container.Config{Image: img, Labels: map[string]string{dockertest.TestLabel: "1"}},
+		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(net)},
+		Networking: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{net: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = eng.ContainerRemove(context.Background(), name, true)
+		_ = eng.NetworkRemove(context.Background(), net)
+	})
+	if err := eng.ContainerStart(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	d, err := eng.ContainerInspect(ctx, name)
+	if err != nil || d.Networks[net] == "" {
+		t.Fatalf("the second host's holder has no address: %v", err)
+	}
+	return SecondHost{Name: name, IP: d.Networks[net]}
+}
