@@ -20,6 +20,7 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/verify"
 )
 
 // twoHosts is a lab that accepts other hosts, up on this machine's network,
@@ -142,6 +143,25 @@ func TestJoinASecondHost(t *testing.T) {
 	assert.Empty(t, st2.Missing)
 	require.Len(t, st2.Services, 1)
 	assert.Equal(t, "ALIVE", st2.Services[0].RayState)
+
+	// verify on the first host lists the joined node and counts its GPU.
+	d, err := verify.System(th.eng, th.first.StateDir, verify.SystemOptions{Host: host.Options{Root: "../internal/gpu/testdata/none"}})
+	require.NoError(t, err)
+	rep := verify.Run(ctx, d, verify.Options{Only: []string{verify.GroupRay, verify.GroupGPU}})
+	seen := 0
+	for _, c := range rep.Checks {
+		switch c.ID {
+		case "ray.nodes":
+			seen++
+			assert.Equal(t, verify.Pass, c.Status, c.Evidence)
+			assert.Contains(t, c.Evidence, "joined host "+th.host2.IP+": ray-worker-0 1 GPU")
+		case "gpu.ray":
+			seen++
+			assert.Equal(t, verify.Pass, c.Status, c.Evidence)
+			assert.Contains(t, c.Evidence, th.host2.IP+" 1", "the joined worker's GPU is counted")
+		}
+	}
+	assert.Equal(t, 2, seen, "both checks ran")
 
 	// down on the second host removes only its workers; the first host then
 	// reports that host's node DEAD, never silently dropped.

@@ -44,6 +44,7 @@ type WorkerNode struct {
 	docker.ContainerDetails
 	IP     string // its address while it runs
 	NodeIP string // the address of the Ray node paired with it ("" when none)
+	NodeID string // that node's id
 	// RayState is ALIVE or DEAD as Ray lists the node, RayAbsent, or
 	// RayNotAlive.
 	RayState string
@@ -96,11 +97,11 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node, node
 			// On a host network the address is the host's: the node's
 			// labels say which container it is.
 			claimedID[n.NodeID] = true
-			wn.RayState, wn.NodeIP = n.State, n.NodeIP
+			wn.RayState, wn.NodeIP, wn.NodeID = n.State, n.NodeIP, n.NodeID
 			wn.Stale = !w.Running && n.Alive()
 		} else if n, ok := byIP[wn.IP]; ok && wn.IP != "" {
 			claimed[wn.IP] = true
-			wn.RayState, wn.NodeIP = n.State, n.NodeIP
+			wn.RayState, wn.NodeIP, wn.NodeID = n.State, n.NodeIP, n.NodeID
 		}
 		switch {
 		case w.Running && wn.RayState == "":
@@ -126,7 +127,7 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node, node
 			out[i].RayState = RayNotAlive
 			continue
 		}
-		out[i].RayState, out[i].Stale, out[i].NodeIP = rayAlive, true, unpaired[0].NodeIP
+		out[i].RayState, out[i].Stale, out[i].NodeIP, out[i].NodeID = rayAlive, true, unpaired[0].NodeIP, unpaired[0].NodeID
 		unpaired = unpaired[1:]
 	}
 	return out, unpaired

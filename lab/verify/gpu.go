@@ -197,7 +197,7 @@ func checkRayGPUs(ctx context.Context, e *env) outcome {
 		case ok && p.Running && p.IP != "":
 			names[p.IP] = w.Service
 		case ok && p.Stale:
-			stale[p.NodeIP] = true
+			stale[p.NodeID] = true
 			skipped = append(skipped, fmt.Sprintf("%s's node (container %s; Ray has not marked it DEAD yet)", w.Service, p.State))
 		}
 	}
@@ -215,7 +215,7 @@ func checkRayGPUs(ctx context.Context, e *env) outcome {
 			}
 			continue
 		}
-		if stale[n.NodeIP] {
+		if stale[n.NodeID] {
 			continue // listed until Ray's health checks give up on it
 		}
 		name, ok := names[n.NodeIP]

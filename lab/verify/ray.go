@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/lab"
 )
@@ -134,6 +135,9 @@ func checkNodes(ctx context.Context, e *env) outcome {
 	}
 	sort.Strings(alive)
 	evidence := fmt.Sprintf("%d head + %d worker node(s) ALIVE with their containers running (%s)", heads, len(alive)-heads, strings.Join(alive, ", "))
+	if joined := joinedHosts(nodes, e.plan.NodeIP); joined != "" {
+		evidence += "; " + joined
+	}
 	if dead > 0 {
 		evidence += fmt.Sprintf("; %d DEAD (earlier nodes Ray keeps listing)", dead)
 	}
@@ -174,4 +178,35 @@ func checkAuth(ctx context.Context, e *env) outcome {
 		return fail(authFix, "GET %s with a wrong token answered HTTP %d (%s), expected 403", url, wrong, firstLine(string(wbody)))
 	}
 	return pass("GET /api/jobs/: no token -> 401 (%s); wrong token -> %d", firstLine(string(body)), wrong)
+}
+
+// joinedHosts says which nodes other hosts run (mltrain join), and which
+// joined hosts are gone (every node of theirs DEAD); "" on a one-host lab.
+func joinedHosts(nodes []ray.Node, nodeIP string) string {
+	if nodeIP == "" {
+		return ""
+	}
+	alive, dead := map[string][]string{}, map[string]bool{}
+	for _, n := range nodes {
+		if n.NodeIP == nodeIP || n.IsHeadNode {
+			continue
+		}
+		if n.Alive() {
+			alive[n.NodeIP] = append(alive[n.NodeIP], fmt.Sprintf("%s %g GPU", n.Labels[labels.RayNodeService], n.GPUs()))
+		} else {
+			dead[n.NodeIP] = true
+		}
+	}
+	var out []string
+	for ip, ns := range alive {
+		sort.Strings(ns)
+		out = append(out, fmt.Sprintf("joined host %s: %s", ip, strings.Join(ns, ", ")))
+	}
+	for ip := range dead {
+		if len(alive[ip]) == 0 {
+			out = append(out, fmt.Sprintf("joined host %s left (its nodes are DEAD)", ip))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
