@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
@@ -42,6 +44,15 @@ const (
 	JupyterService    = "jupyter"
 	workerPrefix      = "ray-worker-"
 )
+
+// WorkerIndexOf is the index of worker service s ("ray-worker-3": 3).
+func WorkerIndexOf(s string) (int, bool) {
+	if !strings.HasPrefix(s, workerPrefix) {
+		return 0, false
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(s, workerPrefix))
+	return i, err == nil && i >= 0
+}
 
 // WorkerService is the service (and, in the default project, container)
 // name of worker i (0-based).

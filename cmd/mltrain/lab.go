@@ -131,7 +131,7 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 		if err != nil {
 			return exercise.Env{}, nil, err
 		}
-		st = labState{RayAddress: lc.Probes.Ray, RayToken: lc.Creds.RayAuthToken, Source: dir.File(lab.CredentialsFile),
+		st = labState{NodeIP: lc.Plan.NodeIP, RayAddress: lc.Probes.Ray, RayToken: lc.Creds.RayAuthToken, Source: dir.File(lab.CredentialsFile),
 			MinIOEndpoint: lc.Probes.MinIO, MinIOAccessKey: lc.Creds.MinIOAccessKey, MinIOSecretKey: lc.Creds.MinIOSecretKey}
 		if lc.Plan.Mode == lab.ModeCPU {
 			// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
@@ -150,7 +150,7 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 	if err != nil {
 		return exercise.Env{}, nil, err
 	}
-	env := exercise.Env{Ray: rc, Project: a.project, StateDir: dir, Workspace: c.workspace, JobEnv: st.JobEnv}
+	env := exercise.Env{Ray: rc, Project: a.project, NodeIP: st.NodeIP, StateDir: dir, Workspace: c.workspace, JobEnv: st.JobEnv}
 	if len(c.jobEnv) > 0 {
 		env.JobEnv = map[string]string{}
 		maps.Copy(env.JobEnv, st.JobEnv)
@@ -181,6 +181,7 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 
 // labState is what `mltrain up` leaves for the exercises.
 type labState struct {
+	NodeIP         string // this host's node address when the nodes span hosts
 	RayAddress     string
 	RayToken       string
 	Source         string // where the token came from, for auth errors

@@ -25,6 +25,7 @@ type Env struct {
 	Store     *store.Client // needed by fault (checkpoints); optional elsewhere
 	Engine    docker.Engine // needed by fault (stop/start a worker); optional elsewhere
 	Project   string        // compose project of the lab's containers
+	NodeIP    string        // this host's node address when the lab's nodes span hosts
 	StateDir  lab.StateDir  // records go to <StateDir>/exercises/<name>.json
 	Workspace string        // submitted as working_dir; default <StateDir>/workspace
 	Bucket    string        // checkpoint bucket; default "ray"

@@ -116,7 +116,7 @@ func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, err
 		return lab.WorkerContainer{}, r.timeoutHint(err, ctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
 	}
 	f.obs.TrainingNodeIP = worker.NodeIP
-	c, err := r.workerByIP(ctx, worker.NodeIP)
+	c, err := r.workerOfNode(ctx, worker.NodeID, worker.NodeIP)
 	if err != nil {
 		return c, err
 	}

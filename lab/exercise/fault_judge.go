@@ -82,7 +82,7 @@ func (f *faultRun) judgeResume(ctx context.Context, resume Event, events []Event
 	obs.ResumedFrom = normCheckpoint(resume.Checkpoint, f.bucket)
 	obs.ResumedEpoch = resume.Epoch
 	obs.ResumedOnNodeIP = resume.NodeIP
-	if rc, err := r.workerByIP(ctx, resume.NodeIP); err == nil {
+	if rc, err := r.workerOfNode(ctx, resume.NodeID, resume.NodeIP); err == nil {
 		obs.ResumedContainer = rc.Name
 	}
 	var before []Event // the log up to the resume line

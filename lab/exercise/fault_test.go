@@ -9,7 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
@@ -211,4 +214,25 @@ func TestFaultNeedsEngineAndStore(t *testing.T) {
 	_, err = exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MinIO")
+}
+
+// A lab whose nodes span hosts: training that Ray placed on a joined host's
+// node cannot be stopped from here, and the exercise says so, stopping
+// nothing.
+func TestFaultSaysWhenTrainingRunsOnAnotherHost(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	f.env.NodeIP = "10.52.0.7"
+	remote := "10.52.0.8"
+	f.ray.SetNodes([]ray.Node{
+		{NodeID: "head", NodeIP: "10.52.0.7", IsHeadNode: true, State: "ALIVE"},
+		{NodeID: "node-" + remote, NodeIP: remote, State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1},
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}},
+	})
+	trainRun(f, eng, labWorkers, remote, w0IP)
+	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at 10.52.0.8, a host that joined the lab")
+	assert.Contains(t, clierr.Hint(err), "mltrain lab fault")
+	assert.Empty(t, eng.CallsOf("stop"), "nothing of this host was stopped")
 }
