@@ -55,6 +55,9 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 	if o.Volume == "" {
 		o.Volume = DefaultVolume
 	}
+	if err := checkZip(o.Zip); err != nil { // before the volume is made
+		return LoadResult{Volume: o.Volume}, err
+	}
 	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
 	if err != nil {
 		return LoadResult{Volume: o.Volume}, err
@@ -65,6 +68,15 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 		return LoadResult{Volume: o.Volume}, err
 	}
 	return load(ctx, h, m, o)
+}
+
+// checkZip refuses a file that is not a readable zip, naming it.
+func checkZip(path string) error {
+	zr, err := openZip(path)
+	if err != nil {
+		return err
+	}
+	return zr.Close()
 }
 
 // load is Load with the helper open and the current manifest (nil if none) read.

@@ -50,6 +50,12 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		o.URL = DefaultURL
 	}
 	pin := strings.ToLower(strings.TrimSpace(o.SHA256))
+	if o.Zip != "" {
+		// A file that is not a zip is refused before the volume is made.
+		if err := checkZip(o.Zip); err != nil {
+			return Result{}, err
+		}
+	}
 	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
 	if err != nil {
 		return Result{}, err
