@@ -115,9 +115,13 @@ func (e *testEnv) listBack(t *testing.T) map[string]string {
 	return got
 }
 
-// manifest reads the volume's manifest (nil when absent).
+// manifest reads the volume's manifest (nil when absent, or when the
+// volume itself was never made).
 func (e *testEnv) manifest(t *testing.T) *Manifest {
 	t.Helper()
+	if _, err := e.eng.VolumeInspect(context.Background(), e.volume); docker.IsNotFound(err) {
+		return nil
+	}
 	m, err := ReadManifest(context.Background(), e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels})
 	require.NoError(t, err)
 	return m
