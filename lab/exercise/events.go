@@ -166,3 +166,27 @@ func LastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// NodeIDs lists the distinct Ray node ids of "worker" events, sorted: what
+// tells nodes apart when several share a host's address (nodes that span
+// hosts run on the host network).
+func NodeIDs(events []Event) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range EventsOf(events, "worker") {
+		if e.NodeID != "" && !seen[e.NodeID] {
+			seen[e.NodeID] = true
+			out = append(out, e.NodeID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nodeKey is the node an event ran on: its id when reported, else its address.
+func (e Event) nodeKey() string {
+	if e.NodeID != "" {
+		return e.NodeID
+	}
+	return e.NodeIP
+}

@@ -369,3 +369,23 @@ func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 }
+
+// On a lab that spans hosts a host's nodes share its address: two workers
+// at one address but with two node ids are two nodes.
+func TestMultiCountsNodesByIDOnASharedAddress(t *testing.T) {
+	f := newFixture(t, labEngine())
+	f.env.NodeIP = "10.52.0.7"
+	now := time.Now()
+	w := func(rank int, id string) string {
+		return event("worker", now, fmt.Sprintf(`,"rank":%d,"node_ip":"10.52.0.7","node_id":%q`, rank, id))
+	}
+	f.ray.OnPoll = lifecycle(w(0, "nodeA")+w(1, "nodeB"), `MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	assert.Equal(t, []string{"nodeA", "nodeB"}, rec.Jobs[0].NodeIDs)
+
+	f.ray.OnPoll = lifecycle(w(0, "nodeA")+w(1, "nodeA"), `MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	rec, err = exercise.Run(context.Background(), f.env, "multi", f.opts)
+	require.ErrorIs(t, err, exercise.ErrNotObserved)
+	assert.Contains(t, strings.Join(rec.Problems, " "), "1 node(s)")
+}

@@ -103,9 +103,9 @@ func runFractional(ctx context.Context, r *runner) error {
 			continue
 		}
 		w := ws[len(ws)-1]
-		node := w.NodeIP
-		if n, ok := names[node]; ok {
-			node = n
+		node := w.nodeKey()
+		if n, ok := names[w.NodeIP]; ok && r.env.NodeIP == "" {
+			node = n // one host: the address names the container
 		}
 		obs.JobsByNode[node] = append(obs.JobsByNode[node], jr.SubmissionID)
 		ivs = append(ivs, interval{job: jr.SubmissionID, node: node, from: w.At(), to: jr.End})

@@ -20,6 +20,7 @@ type JobRun struct {
 	End          time.Time     `json:"end,omitempty"`
 	Seconds      float64       `json:"seconds,omitempty"`
 	NodeIPs      []string      `json:"node_ips,omitempty"`   // where its training workers ran
+	NodeIDs      []string      `json:"node_ids,omitempty"`   // ... as Ray's node ids (several nodes may share an address)
 	Containers   []string      `json:"containers,omitempty"` // the worker containers of those nodes
 	Result       *Result       `json:"result,omitempty"`
 	URL          string        `json:"url,omitempty"`

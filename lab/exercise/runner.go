@@ -209,7 +209,7 @@ func (r *runner) fill(ctx context.Context, i int, j ray.Job) []Event {
 	}
 	r.events[i] = events
 	jr.Result = res
-	jr.NodeIPs = NodeIPs(events)
+	jr.NodeIPs, jr.NodeIDs = NodeIPs(events), NodeIDs(events)
 	names := r.workerNames(ctx, jr.NodeIPs)
 	jr.Containers = nil
 	for _, ip := range jr.NodeIPs {
