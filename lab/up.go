@@ -179,7 +179,7 @@ func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progre
 	const step = "minio lab user"
 	progress.Begin(rep, step, "")
 	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
-	changed := false
+	changed := ""
 	if err == nil {
 		changed, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
 	}
@@ -188,8 +188,8 @@ func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progre
 		return err
 	}
 	what := "in place"
-	if changed {
-		what = "set"
+	if changed != "" {
+		what = "set (" + changed + ")"
 	}
 	// No key in the message: progress events end up in CI logs.
 	progress.End(rep, step, fmt.Sprintf("%s, bucket %q only", what, store.DefaultBucket))

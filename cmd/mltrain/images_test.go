@@ -48,7 +48,7 @@ func TestBuildPullNeverNamesTheMissingBases(t *testing.T) {
 		for _, b := range bases {
 			assert.Contains(t, err.Error(), b, vendor)
 		}
-		assert.Contains(t, err.Error(), "mltrain images load")
+		assert.Contains(t, clierr.Hint(err), "mltrain images load", "how to preload them: said once, in the hint")
 		assert.Contains(t, clierr.Hint(err), "--pull missing")
 		assert.Equal(t, clierr.ExitFailure, clierr.Code(err))
 	}

@@ -64,30 +64,31 @@ func BucketPolicyName(bucket string) string { return "mltrain-bucket-" + bucket 
 const codeAlreadyApplied = "XMinioAdminPolicyChangeAlreadyApplied"
 
 // EnsureBucketUser makes user accessKey (with secretKey) exist, enabled,
-// with BucketPolicy(bucket) as its only policy; it reports whether it had
-// to change anything. What is in place is read first: the writes encrypt
+// with BucketPolicy(bucket) as its only policy; it says what it found to
+// change ("" when everything was in place). What is in place is read first: the writes encrypt
 // their bodies with the root secret (argon2, about a second each on a busy
 // host), and a re-up usually finds the user as it left it. Every write
 // replaces or accepts what is there, so a re-run (an interrupted up, a
 // changed secret, a policy someone attached) converges.
-func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretKey string) (bool, error) {
+func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretKey string) (changed string, err error) {
 	name := BucketPolicyName(bucket)
-	if a.inPlace(ctx, bucket, accessKey, secretKey) {
-		return false, nil
+	changed = a.differs(ctx, bucket, accessKey, secretKey)
+	if changed == "" {
+		return "", nil
 	}
 	if err := a.adm.AddCannedPolicy(ctx, name, BucketPolicy(bucket)); err != nil {
-		return false, a.wrap("create policy "+name, err)
+		return "", a.wrap("create policy "+name, err)
 	}
 	if err := a.adm.AddUser(ctx, accessKey, secretKey); err != nil {
-		return false, a.wrap("create user "+accessKey, err)
+		return "", a.wrap("create user "+accessKey, err)
 	}
-	_, err := a.adm.AttachPolicy(ctx, madmin.PolicyAssociationReq{Policies: []string{name}, User: accessKey})
+	_, err = a.adm.AttachPolicy(ctx, madmin.PolicyAssociationReq{Policies: []string{name}, User: accessKey})
 	if err != nil && madmin.ToErrorResponse(err).Code != codeAlreadyApplied {
-		return false, a.wrap(fmt.Sprintf("attach policy %s to user %s", name, accessKey), err)
+		return "", a.wrap(fmt.Sprintf("attach policy %s to user %s", name, accessKey), err)
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
 	if err != nil {
-		return false, a.wrap("read user "+accessKey, err)
+		return "", a.wrap("read user "+accessKey, err)
 	}
 	var others []string
 	for _, p := range policyNames(u.PolicyName) {
@@ -97,33 +98,43 @@ func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretK
 	}
 	if len(others) > 0 { // it would not be limited to the bucket
 		if _, err := a.adm.DetachPolicy(ctx, madmin.PolicyAssociationReq{Policies: others, User: accessKey}); err != nil {
-			return false, a.wrap(fmt.Sprintf("detach %s from user %s", strings.Join(others, ", "), accessKey), err)
+			return "", a.wrap(fmt.Sprintf("detach %s from user %s", strings.Join(others, ", "), accessKey), err)
 		}
 	}
-	return true, nil
+	return changed, nil
 }
 
-// inPlace reports whether the user exists, enabled, with exactly the
-// bucket's policy, that policy says what BucketPolicy says, and secretKey is
-// its secret (only an S3 call signed with it can tell).
-func (a *Admin) inPlace(ctx context.Context, bucket, accessKey, secretKey string) bool {
+// differs says what is not as EnsureBucketUser leaves it ("" when all
+// is): the policy and what it says, the user (enabled, exactly that policy),
+// and secretKey being its secret (only an S3 call signed with it can tell).
+func (a *Admin) differs(ctx context.Context, bucket, accessKey, secretKey string) string {
 	name := BucketPolicyName(bucket)
 	p, err := a.adm.InfoCannedPolicyV2(ctx, name)
-	if err != nil || !sameJSON(p.Policy, BucketPolicy(bucket)) {
-		return false
+	switch {
+	case err != nil:
+		return "policy " + name + ": " + err.Error()
+	case !sameJSON(p.Policy, BucketPolicy(bucket)):
+		return "policy " + name + " allows more or other than bucket " + bucket
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
-	if err != nil || u.Status != madmin.AccountEnabled || !slices.Equal(policyNames(u.PolicyName), []string{name}) {
-		return false
+	switch {
+	case err != nil:
+		return "user: " + err.Error()
+	case u.Status != madmin.AccountEnabled:
+		return "user is " + string(u.Status)
+	case !slices.Equal(policyNames(u.PolicyName), []string{name}):
+		return fmt.Sprintf("user has policies %q", u.PolicyName)
 	}
 	c := a.cfg
 	c.AccessKey, c.SecretKey = accessKey, secretKey
 	s, err := New(c)
 	if err != nil {
-		return false
+		return err.Error()
 	}
-	ok, err := s.mc.BucketExists(ctx, bucket)
-	return err == nil && ok
+	if ok, err := s.mc.BucketExists(ctx, bucket); err != nil || !ok {
+		return fmt.Sprintf("the lab secret does not list bucket %s (%v)", bucket, err)
+	}
+	return ""
 }
 
 // policyNames splits MinIO's comma-separated policy list.
