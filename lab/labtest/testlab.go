@@ -8,6 +8,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,8 +96,12 @@ func BuildImages(t testing.TB, eng docker.Engine) Images {
 	// The healthcheck tools the real images ship, answered by the stand-in.
 	tools := []string{"/usr/local/bin/ray", "/usr/bin/wget", "/usr/bin/curl", "/usr/bin/mc", "/usr/bin/python", "/usr/bin/python3"}
 	imgs := Images{}
+	// Tagged by content: test processes of different checkouts sharing one
+	// engine never retag each other's images under a running lab.
+	sum := sha256.Sum256(standin)
+	ver := hex.EncodeToString(sum[:6])
 	for _, role := range []string{"ray", "grafana", "prometheus", "jupyter"} {
-		tag := "mltrain-test/standin-" + role + ":dev"
+		tag := "mltrain-test/standin-" + role + ":" + ver
 		files := map[string][]byte{"/app": standin, "/standin-role": []byte(role)}
 		for _, p := range tools {
 			files[p] = standin
@@ -122,8 +128,8 @@ func BuildImages(t testing.TB, eng docker.Engine) Images {
 	for _, p := range tools {
 		files[p] = standin
 	}
-	build(t, eng, "mltrain-test/minio:dev", files, `ENTRYPOINT ["/usr/bin/minio"]`+"\n"+`ENV MINIO_CI_CD=1`)
-	imgs["minio"] = "mltrain-test/minio:dev"
+	build(t, eng, "mltrain-test/minio:"+ver, files, `ENTRYPOINT ["/usr/bin/minio"]`+"\n"+`ENV MINIO_CI_CD=1`)
+	imgs["minio"] = "mltrain-test/minio:" + ver
 	built = imgs
 	return imgs
 }
