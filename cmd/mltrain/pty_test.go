@@ -201,6 +201,13 @@ func runPiped(t *testing.T, env []string, args ...string) (stdout, stderr string
 	t.Helper()
 	cmd := exec.Command(mltrainBinary(t), args...)
 	cmd.Env = append(append(os.Environ(), "TERM=xterm-256color"), env...)
+	return runToExit(t, cmd, 3*time.Minute, args)
+}
+
+// runToExit runs cmd with piped output, killing it (and failing the test)
+// when it has not exited within limit.
+func runToExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, args []string) (stdout, stderr string, code int) {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	require.NoError(t, cmd.Start())
@@ -209,10 +216,10 @@ func runPiped(t *testing.T, env []string, args ...string) (stdout, stderr string
 	select {
 	case err := <-exited:
 		code = exitCode(t, err)
-	case <-time.After(3 * time.Minute):
+	case <-time.After(limit):
 		_ = cmd.Process.Kill()
 		<-exited
-		t.Errorf("mltrain %s did not exit within 3m; stderr:\n%s", strings.Join(args, " "), e.String())
+		t.Errorf("mltrain %s did not exit within %s; stderr:\n%s", strings.Join(args, " "), limit, e.String())
 		code = -1
 	}
 	return o.String(), e.String(), code

@@ -7,7 +7,6 @@ package main
 // permissions alone never do for root (tests run as root).
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -118,21 +117,7 @@ func runBin(t *testing.T, r binRun) (stdout, stderr string, code int) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	}
 	cmd.Env = append(append(os.Environ(), "TERM=xterm-256color"), r.env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		code = exitCode(t, err)
-	case <-time.After(4 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Errorf("mltrain %s did not exit within 4m; stderr:\n%s", strings.Join(r.args, " "), e.String())
-		code = -1
-	}
-	return o.String(), e.String(), code
+	return runToExit(t, cmd, 4*time.Minute, r.args)
 }
 
 // remountRO makes $1 a read-only bind mount of itself, then runs the rest.

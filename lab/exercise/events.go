@@ -146,12 +146,18 @@ func EventsOf(events []Event, kind string) []Event {
 
 // NodeIPs lists the distinct node IPs of "worker" events, sorted.
 func NodeIPs(events []Event) []string {
+	return distinctWorkers(events, func(e Event) string { return e.NodeIP })
+}
+
+// distinctWorkers lists the distinct non-empty values of key over the
+// "worker" events, sorted.
+func distinctWorkers(events []Event, key func(Event) string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range EventsOf(events, "worker") {
-		if e.NodeIP != "" && !seen[e.NodeIP] {
-			seen[e.NodeIP] = true
-			out = append(out, e.NodeIP)
+		if k := key(e); k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
 		}
 	}
 	sort.Strings(out)
@@ -171,16 +177,7 @@ func LastLines(s string, n int) string {
 // tells nodes apart when several share a host's address (nodes that span
 // hosts run on the host network).
 func NodeIDs(events []Event) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, e := range EventsOf(events, "worker") {
-		if e.NodeID != "" && !seen[e.NodeID] {
-			seen[e.NodeID] = true
-			out = append(out, e.NodeID)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return distinctWorkers(events, func(e Event) string { return e.NodeID })
 }
 
 // nodeKey is the node an event ran on: its id when reported, else its address.

@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/minio/madmin-go/v3"
+)
+
+// User returns a user's secret and attached policies (ok false: no such user).
+func (d *Server) User(accessKey string) (secret string, policies []string, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, ok := d.users[accessKey]
+	if !ok {
+		return "", nil, false
+	}
+	return u.secret, append([]string(nil), u.policies...), true
+}
+
+// PolicyBuckets returns the buckets policy name allows (ok false: no such policy).
+func (d *Server) PolicyBuckets(name string) ([]string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, ok := d.policies[name]
+	return append([]string(nil), p.buckets...), ok
+}
+
+// AdminWrites counts the admin calls that created or changed something.
+func (d *Server) AdminWrites() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writes
+}
+
+// AttachPolicy attaches a policy directly, as someone with mc would.
+func (d *Server) AttachPolicy(user, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if u, ok := d.users[user]; ok {
+		u.policies = append(u.policies, name)
+	}
+}
+
+// admin answers madmin's calls as MinIO does: policies in plain JSON, user
+// and attach requests encrypted with the root secret, attaching a policy a
+// user already has refused with XMinioAdminPolicyChangeAlreadyApplied.
+func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		adminError(w, http.StatusBadRequest, "XMinioInvalidRequestBody", err.Error())
+		return
+	}
+	decrypt := func(v any) bool {
+		plain, err := madmin.DecryptData(SecretKey, bytes.NewReader(body))
+		if err == nil {
+			err = json.Unmarshal(plain, v)
+		}
+		if err != nil {
+			adminError(w, http.StatusBadRequest, "XMinioAdminConfigBadJSON", err.Error())
+			return false
+		}
+		return true
+	}
+	switch op := strings.TrimPrefix(r.URL.Path, "/minio/admin/v3/"); {
+	case op == "info-canned-policy" && r.Method == http.MethodGet:
+		name := r.URL.Query().Get("name")
+		p, ok := d.policies[name]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchPolicy", "The canned policy does not exist.")
+			return
+		}
+		// MinIO answers with the policy re-indented, not as it was given.
+		var v any
+		_ = json.Unmarshal(p.raw, &v)
+		pretty, _ := json.MarshalIndent(v, "", " ")
+		_ = json.NewEncoder(w).Encode(madmin.PolicyInfo{PolicyName: name, Policy: pretty})
+	case op == "user-info" && r.Method == http.MethodGet:
+		u, ok := d.users[r.URL.Query().Get("accessKey")]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(madmin.UserInfo{PolicyName: strings.Join(u.policies, ","), Status: madmin.AccountEnabled})
+	case op == "idp/builtin/policy/detach" && r.Method == http.MethodPost:
+		var req madmin.PolicyAssociationReq
+		if !decrypt(&req) {
+			return
+		}
+		u, ok := d.users[req.User]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+			return
+		}
+		u.policies = slices.DeleteFunc(u.policies, func(p string) bool { return slices.Contains(req.Policies, p) })
+		d.writes++
+		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesDetached: req.Policies, UpdatedAt: time.Now()})
+		enc, _ := madmin.EncryptData(SecretKey, b)
+		_, _ = w.Write(enc)
+	case op == "add-canned-policy" && r.Method == http.MethodPut:
+		var p struct {
+			Statement []struct {
+				Effect   string
+				Resource []string
+			}
+		}
+		if err := json.Unmarshal(body, &p); err != nil || len(p.Statement) == 0 {
+			adminError(w, http.StatusBadRequest, "XMinioMalformedPolicy", "invalid policy")
+			return
+		}
+		var buckets []string
+		for _, st := range p.Statement {
+			for _, res := range st.Resource {
+				b := strings.TrimSuffix(strings.TrimPrefix(res, "arn:aws:s3:::"), "/*")
+				if st.Effect == "Allow" && !slices.Contains(buckets, b) {
+					buckets = append(buckets, b)
+				}
+			}
+		}
+		d.policies[r.URL.Query().Get("name")] = policy{raw: body, buckets: buckets}
+		d.writes++
+	case op == "add-user" && r.Method == http.MethodPut:
+		var req madmin.AddOrUpdateUserReq
+		if !decrypt(&req) {
+			return
+		}
+		k := r.URL.Query().Get("accessKey")
+		if k == d.key || len(k) < 3 || len(k) > 20 || len(req.SecretKey) < 8 || len(req.SecretKey) > 40 {
+			adminError(w, http.StatusBadRequest, "XMinioAdminInvalidArgument", "invalid access or secret key")
+			return
+		}
+		if u, ok := d.users[k]; ok {
+			u.secret = req.SecretKey
+		} else {
+			d.users[k] = &user{secret: req.SecretKey}
+		}
+		d.writes++
+	case op == "idp/builtin/policy/attach" && r.Method == http.MethodPost:
+		var req madmin.PolicyAssociationReq
+		if !decrypt(&req) {
+			return
+		}
+		u, ok := d.users[req.User]
+		if !ok {
+			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+			return
+		}
+		var added []string
+		for _, p := range req.Policies {
+			if _, ok := d.policies[p]; !ok {
+				adminError(w, http.StatusNotFound, "XMinioAdminNoSuchPolicy", "The canned policy does not exist.")
+				return
+			}
+			if !slices.Contains(u.policies, p) {
+				added = append(added, p)
+			}
+		}
+		if len(added) == 0 {
+			adminError(w, http.StatusBadRequest, "XMinioAdminPolicyChangeAlreadyApplied", "The specified policy change is already in effect.")
+			return
+		}
+		u.policies = append(u.policies, added...)
+		d.writes++
+		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesAttached: added, UpdatedAt: time.Now()})
+		enc, err := madmin.EncryptData(SecretKey, b)
+		if err != nil {
+			adminError(w, http.StatusInternalServerError, "InternalError", err.Error())
+			return
+		}
+		_, _ = w.Write(enc)
+	default:
+		adminError(w, http.StatusBadRequest, "XMinioAdminUnsupported", "the double does not answer "+r.Method+" "+r.URL.Path)
+	}
+}
+
+func adminError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"Code": code, "Message": msg})
+}
