@@ -14,6 +14,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/graph"
 	"github.com/compose-spec/compose-go/v2/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
@@ -84,6 +85,11 @@ func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOpti
 		}
 	}
 
+	ready, err := prepareAll(ctx, eng, p, o)
+	if err != nil {
+		return res, err
+	}
+
 	// compose-go's walker marks a failed service visited and may still visit
 	// its dependents before the failure cancels the walk: a dependent whose
 	// dependency failed must never start.
@@ -102,7 +108,7 @@ func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOpti
 		}
 		step := "service " + name
 		progress.Begin(o.Reporter, step, "")
-		action, err := ensureService(ctx, eng, p, s, o)
+		action, err := startService(ctx, eng, p, s, ready[name])
 		if err != nil {
 			mu.Lock()
 			failed[name] = true
@@ -232,18 +238,30 @@ func ConfigHash(s types.ServiceConfig, imageID string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func ensureService(ctx context.Context, eng docker.Engine, p *types.Project, s types.ServiceConfig, o ApplyOptions) (string, error) {
+// prepared is a service's container made ready to start: created (or
+// recreated) when its config changed, found otherwise.
+type prepared struct {
+	id      string
+	action  string // created, recreated, or "" (it existed unchanged)
+	running bool
+}
+
+// prepareService makes the service's container exist with its current
+// config hash, without starting it: creating containers costs the engine
+// about as much as starting them, and doing it for every service at once,
+// before the dependency walk, takes it off the walk's critical path.
+func prepareService(ctx context.Context, eng docker.Engine, p *types.Project, s types.ServiceConfig, o ApplyOptions) (prepared, error) {
 	img, err := eng.ImageInspect(ctx, s.Image)
 	if docker.IsNotFound(err) {
-		return "", clierr.WithHint(fmt.Errorf("service %s: image %s is not on this host: %w", s.Name, s.Image, err),
+		return prepared{}, clierr.WithHint(fmt.Errorf("service %s: image %s is not on this host: %w", s.Name, s.Image, err),
 			"run 'mltrain build' (lab images) or 'mltrain images load FILE' (preloaded images), then 'mltrain up' again")
 	}
 	if err != nil {
-		return "", fmt.Errorf("service %s: %w", s.Name, err)
+		return prepared{}, fmt.Errorf("service %s: %w", s.Name, err)
 	}
 	hash, err := ConfigHash(s, img.ID)
 	if err != nil {
-		return "", err
+		return prepared{}, err
 	}
 	name := ContainerName(p, s)
 	lbl := maps.Clone(map[string]string(s.Labels))
@@ -267,40 +285,67 @@ func ensureService(ctx context.Context, eng docker.Engine, p *types.Project, s t
 	switch {
 	case err == nil:
 		if cur.Labels[labels.Project] != p.Name {
-			return "", clierr.WithHint(fmt.Errorf("service %s: a container named %s exists and is not part of lab %q", s.Name, name, p.Name),
+			return prepared{}, clierr.WithHint(fmt.Errorf("service %s: a container named %s exists and is not part of lab %q", s.Name, name, p.Name),
 				fmt.Sprintf("remove it ('docker rm -f %s') or choose another lab name with --project", name))
 		}
 		if cur.Labels[labels.ConfigHash] == hash {
-			if cur.Running {
-				return "unchanged", nil
-			}
-			if err := eng.ContainerStart(ctx, cur.ID); err != nil {
-				return "", err
-			}
-			return "started", nil
+			return prepared{id: cur.ID, running: cur.Running}, nil
 		}
 		if err := eng.ContainerStop(ctx, cur.ID, o.StopTimeout); err != nil {
-			return "", err
+			return prepared{}, err
 		}
 		if err := eng.ContainerRemove(ctx, cur.ID, true); err != nil {
-			return "", err
+			return prepared{}, err
 		}
 		action = "recreated"
 	case !docker.IsNotFound(err):
-		return "", err
+		return prepared{}, err
 	}
 	spec, err := ToSpec(p, s, lbl)
 	if err != nil {
-		return "", err
+		return prepared{}, err
 	}
 	id, err := eng.ContainerCreate(ctx, spec)
 	if err != nil {
-		return "", fmt.Errorf("service %s: %w", s.Name, err)
+		return prepared{}, fmt.Errorf("service %s: %w", s.Name, err)
 	}
-	if err := eng.ContainerStart(ctx, id); err != nil {
-		return "", explainStart(s, name, err)
+	return prepared{id: id, action: action}, nil
+}
+
+// prepareAll prepares every service's container, a few at a time.
+func prepareAll(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOptions) (map[string]prepared, error) {
+	out := map[string]prepared{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, name := range p.ServiceNames() {
+		s := p.Services[name]
+		g.Go(func() error {
+			pr, err := prepareService(gctx, eng, p, s, o)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[name] = pr
+			mu.Unlock()
+			return nil
+		})
 	}
-	return action, nil
+	return out, g.Wait()
+}
+
+// startService starts a prepared container and says what was done.
+func startService(ctx context.Context, eng docker.Engine, p *types.Project, s types.ServiceConfig, pr prepared) (string, error) {
+	if pr.running {
+		return "unchanged", nil
+	}
+	if err := eng.ContainerStart(ctx, pr.id); err != nil {
+		return "", explainStart(s, ContainerName(p, s), err)
+	}
+	if pr.action == "" {
+		return "started", nil
+	}
+	return pr.action, nil
 }
 
 // explainStart turns the engine's most common start failures into what to do.

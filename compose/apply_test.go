@@ -169,8 +169,10 @@ func TestApplyFailsFastWhenDependencyExits(t *testing.T) {
 	assert.Contains(t, cf.Logs, "sleeper exiting with 3", "the failure carries the container's last log lines")
 	assert.Contains(t, clierr.Hint(err), "docker logs "+name+"-db")
 	assert.Less(t, time.Since(start), 50*time.Second, "failed fast, long before the health timeout") // sanity bound, not a benchmark
-	_, err = eng.ContainerInspect(ctx, name+"-app1")
-	assert.True(t, docker.IsNotFound(err), "dependents were never created")
+	app, err := eng.ContainerInspect(ctx, name+"-app1")
+	require.NoError(t, err, "every container is made up front")
+	assert.False(t, app.Running, "dependents were never started")
+	assert.True(t, app.StartedAt.IsZero(), "dependents were never started")
 }
 
 func TestApplyCancelledThenConverges(t *testing.T) {
@@ -179,20 +181,29 @@ func TestApplyCancelledThenConverges(t *testing.T) {
 	name := dockertest.UniqueName(t, "mlt")
 	cleanupProject(t, eng, name)
 
-	// Cancel while waiting for db to be healthy: db exists, app1/app2 do not.
+	// Cancel while waiting for db to be healthy: every container was made
+	// up front, only db was started.
 	ctx, cancel := context.WithCancel(context.Background())
 	rep := cancelOn{step: "service db", cancel: cancel}
 	_, err := Apply(ctx, eng, sleeperProject(t, name, img, "a", ""), ApplyOptions{Reporter: rep, StopTimeout: time.Second})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Len(t, ids(t, eng, name), 1)
+	before := ids(t, eng, name)
+	require.Len(t, before, 3)
+	for svc, id := range before {
+		d, err := eng.ContainerInspect(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, svc == "db", d.Running, "%s: only db was started before the cancel", svc)
+	}
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel2()
 	res, err := Apply(ctx2, eng, sleeperProject(t, name, img, "a", ""), ApplyOptions{StopTimeout: time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"db"}, res.Unchanged, "the container made before the cancel is kept")
-	assert.Equal(t, []string{"app1", "app2"}, res.Created)
+	assert.Equal(t, []string{"db"}, res.Unchanged, "the container started before the cancel is kept")
+	assert.Equal(t, []string{"app1", "app2"}, res.Started, "the ones made but not started are started, not recreated")
+	assert.Empty(t, res.Created)
+	assert.Equal(t, before, ids(t, eng, name))
 }
 
 // cancelOn cancels the context when a step starts waiting.

@@ -242,7 +242,10 @@ func (r renderer) worker(w Worker) (types.ServiceConfig, error) {
 	)
 	s.ShmSize = types.UnitBytes(w.ShmBytes)
 	s.Volumes = []types.ServiceVolumeConfig{volume(VolumeData, dataMount, true)}
-	s.DependsOn = r.dependsOn(map[string]Role{HeadService: RoleHead, MinIOService: RoleMinIO})
+	// The head only: a worker needs MinIO when a job checkpoints, long after
+	// up has proven MinIO ready, so workers start while MinIO still starts
+	// (container starts are what grows with the number of workers).
+	s.DependsOn = r.dependsOn(map[string]Role{HeadService: RoleHead})
 
 	g := w.GPU
 	if g == nil {

@@ -30,7 +30,7 @@ type Check struct {
 }
 
 // Every is how often checks and the container watch are repeated.
-var Every = time.Second
+var Every = 250 * time.Millisecond
 
 // Wait runs every check until it passes, all in parallel, watching the
 // project's containers meanwhile. It returns the first container failure, or
