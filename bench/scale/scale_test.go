@@ -16,6 +16,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/verify"
@@ -37,7 +38,8 @@ func (s sample) String() string {
 // BenchmarkScaling brings each size up from nothing to proven ready, runs a
 // whole verification of it (dataset manifest present), and takes it down,
 // every iteration. Goals: up with 8 workers within 1.3x of up with 2, and
-// verify under 3 s at 8 workers.
+// verify under 3 s at 8 workers. Each size is paired with the engine's floor
+// for as many containers, measured in the same iteration.
 func BenchmarkScaling(b *testing.B) {
 	eng := dockertest.Engine(b)
 	ctx := context.Background()
@@ -59,7 +61,8 @@ func BenchmarkScaling(b *testing.B) {
 		f.CPUs = 16 // enough for 8 workers of 1 CPU beside the other services
 		return f, nil
 	}}
-	up, ver := map[int]sample{}, map[int]sample{}
+	sleeper := dockertest.SleeperImage(b, eng)
+	up, ver, floor := map[int]sample{}, map[int]sample{}, map[int]sample{}
 	for b.Loop() {
 		for _, n := range sizes {
 			l := labs[n]
@@ -68,6 +71,10 @@ func BenchmarkScaling(b *testing.B) {
 				b.Fatalf("up of %d workers: %v", n, err)
 			}
 			up[n] = append(up[n], time.Since(t0))
+			cs, err := eng.ContainerList(ctx, map[string]string{labels.Project: l.opts.Lab.Project})
+			if err != nil {
+				b.Fatal(err)
+			}
 			d, err := verify.System(eng, l.state, verify.SystemOptions{HelperLabels: map[string]string{dockertest.TestLabel: "1"},
 				Host: host.Options{Root: "../../internal/gpu/testdata/none"}})
 			if err != nil {
@@ -95,13 +102,19 @@ func BenchmarkScaling(b *testing.B) {
 			if _, err := lab.Down(ctx, eng, l.opts.Lab.Project, false, nil); err != nil {
 				b.Fatal(err)
 			}
+			// The same number of plain containers, on the same engine, now.
+			floor[n] = append(floor[n], engineFloor(b, eng, sleeper, len(cs)))
 		}
 	}
 	for _, n := range sizes {
 		b.ReportMetric(up[n].median().Seconds(), fmt.Sprintf("up%d_s", n))
 		b.ReportMetric(ver[n].median().Seconds(), fmt.Sprintf("verify%d_s", n))
-		b.Logf("%d workers: up %s; verify %s", n, up[n], ver[n])
+		b.ReportMetric(floor[n].median().Seconds(), fmt.Sprintf("floor%d_s", n))
+		b.Logf("%d workers: up %s; verify %s; engine floor (create+start as many plain containers) %s", n, up[n], ver[n], floor[n])
 	}
 	b.ReportMetric(up[8].median().Seconds()/up[2].median().Seconds(), "up8/up2")
 	b.ReportMetric(ver[8].median().Seconds()/ver[2].median().Seconds(), "verify8/verify2")
+	b.ReportMetric(floor[8].median().Seconds()/floor[2].median().Seconds(), "floor8/floor2")
+	// What up adds beyond the engine's start cost as workers grow.
+	b.ReportMetric((up[8].median() - up[2].median() - (floor[8].median() - floor[2].median())).Seconds(), "extra_growth_s")
 }
