@@ -41,7 +41,7 @@ py-check:
 up: build
 	./$(BIN) up $(ARGS)
 
-# Go benchmarks (up vs docker-compose, verify, packaging...). Each reports
+# Go benchmarks (up vs Compose v5, scaling, verify, packaging...). Each reports
 # its ratio against a baseline measured in the same run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x $(PKGS)
