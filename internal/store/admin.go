@@ -156,13 +156,7 @@ func sameJSON(a, b []byte) bool {
 
 func (a *Admin) wrap(what string, err error) error {
 	var er madmin.ErrorResponse
-	if errors.As(err, &er) {
-		switch er.Code {
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
-			return clierr.WithHint(fmt.Errorf("%s on MinIO %s: root credentials refused (%s): %w", what, a.endpoint, er.Code, err),
-				"MinIO runs with other root credentials than the lab's credentials.json: remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then 'mltrain up'")
-		}
-		return fmt.Errorf("%s on MinIO %s: %w", what, a.endpoint, err)
-	}
-	return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %w", what, a.endpoint, err), "run 'mltrain status' to see whether minio is up")
+	answered := errors.As(err, &er)
+	return describe(what, a.endpoint, err, answered, er.Code, "root credentials",
+		"MinIO runs with other root credentials than the lab's credentials.json: remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then 'mltrain up'")
 }

@@ -89,15 +89,23 @@ func (c *Client) Endpoint() string { return c.endpoint }
 
 func (c *Client) wrap(what string, err error) error {
 	var er minio.ErrorResponse
-	if errors.As(err, &er) {
-		switch er.Code {
-		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
-			return clierr.WithHint(fmt.Errorf("%s on MinIO %s: credentials refused (%s): %w", what, c.endpoint, er.Code, err),
-				"use the lab's MinIO credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, printed by 'mltrain up')")
-		}
-		return fmt.Errorf("%s on MinIO %s: %w", what, c.endpoint, err)
+	answered := errors.As(err, &er)
+	return describe(what, c.endpoint, err, answered, er.Code, "credentials",
+		"use the lab's MinIO credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, printed by 'mltrain up')")
+}
+
+// describe names the MinIO operation and endpoint in err. An answer refusing
+// the credentials (whose: "credentials", "root credentials") gets refusedHint;
+// no answer at all suggests checking that MinIO runs.
+func describe(what, endpoint string, err error, answered bool, code, whose, refusedHint string) error {
+	if !answered {
+		return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %w", what, endpoint, err), "run 'mltrain status' to see whether minio is up")
 	}
-	return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %w", what, c.endpoint, err), "run 'mltrain status' to see whether minio is up")
+	switch code {
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
+		return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %s refused (%s): %w", what, endpoint, whose, code, err), refusedHint)
+	}
+	return fmt.Errorf("%s on MinIO %s: %w", what, endpoint, err)
 }
 
 // EnsureBucket creates bucket unless it exists; it reports whether it did.

@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,47 +30,25 @@ import (
 // proxy serves no @latest listing here).
 const MinIOModule = "github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 
-// MinIOBinary returns the path of a static MinIO server binary, building it
-// into the cache on first use ($MLTRAIN_TEST_CACHE, else ~/.cache/mltrain-test).
-// A file lock keeps parallel test processes from building it twice.
+// MinIOBinary returns the path of a static MinIO server binary, built once
+// into the test cache (dockertest.CachedBinary: locked, renamed into place).
 func MinIOBinary(t testing.TB) string {
 	t.Helper()
-	dir := cacheDir()
 	ver := MinIOModule[strings.LastIndex(MinIOModule, "-")+1:]
-	bin := filepath.Join(dir, "minio-"+ver, "minio")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "minio.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(bin); err == nil {
-		return bin // built by another process while we waited
-	}
-	t.Logf("building the MinIO server from %s (once; cached in %s)", MinIOModule, dir)
-	cmd := exec.Command("go", "install", MinIOModule)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+filepath.Dir(bin), "GOFLAGS=-buildvcs=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build MinIO for tests: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func cacheDir() string {
-	if d := os.Getenv("MLTRAIN_TEST_CACHE"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "mltrain-test")
+	return dockertest.CachedBinary(t, filepath.Join("minio-"+ver, "minio"), "minio", func(dst string) error {
+		t.Logf("building the MinIO server from %s (once)", MinIOModule)
+		gobin, err := os.MkdirTemp(filepath.Dir(dst), "gobin")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(gobin)
+		cmd := exec.Command("go", "install", MinIOModule)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+gobin, "GOFLAGS=-buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go install %s: %w\n%s", MinIOModule, err, out)
+		}
+		return os.Rename(filepath.Join(gobin, "minio"), dst)
+	})
 }
 
 // Images are the stand-in image tags by role name (head, worker, jupyter,

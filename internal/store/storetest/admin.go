@@ -81,9 +81,8 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		pretty, _ := json.MarshalIndent(v, "", " ")
 		_ = json.NewEncoder(w).Encode(madmin.PolicyInfo{PolicyName: name, Policy: pretty})
 	case op == "user-info" && r.Method == http.MethodGet:
-		u, ok := d.users[r.URL.Query().Get("accessKey")]
+		u, ok := d.user(w, r.URL.Query().Get("accessKey"))
 		if !ok {
-			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
 			return
 		}
 		_ = json.NewEncoder(w).Encode(madmin.UserInfo{PolicyName: strings.Join(u.policies, ","), Status: madmin.AccountEnabled})
@@ -92,9 +91,8 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		if !decrypt(&req) {
 			return
 		}
-		u, ok := d.users[req.User]
+		u, ok := d.user(w, req.User)
 		if !ok {
-			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
 			return
 		}
 		u.policies = slices.DeleteFunc(u.policies, func(p string) bool { return slices.Contains(req.Policies, p) })
@@ -145,9 +143,8 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		if !decrypt(&req) {
 			return
 		}
-		u, ok := d.users[req.User]
+		u, ok := d.user(w, req.User)
 		if !ok {
-			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
 			return
 		}
 		var added []string
@@ -176,6 +173,15 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 	default:
 		adminError(w, http.StatusBadRequest, "XMinioAdminUnsupported", "the double does not answer "+r.Method+" "+r.URL.Path)
 	}
+}
+
+// user finds a user as MinIO does, answering its "no such user" error when absent.
+func (d *Server) user(w http.ResponseWriter, name string) (*user, bool) {
+	u, ok := d.users[name]
+	if !ok {
+		adminError(w, http.StatusNotFound, "XMinioAdminNoSuchUser", "The specified user does not exist.")
+	}
+	return u, ok
 }
 
 func adminError(w http.ResponseWriter, status int, code, msg string) {
