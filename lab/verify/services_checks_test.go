@@ -1,0 +1,184 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/datasets/food11"
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/internal/store/storetest"
+	"github.com/mltrain/mltrain/lab"
+)
+
+// anyKeyStore accepts every credential: a MinIO still on its defaults.
+type anyKeyStore struct{ s Store }
+
+func (a anyKeyStore) ListCheckpoints(ctx context.Context, b, p string) ([]store.Checkpoint, error) {
+	return a.s.ListCheckpoints(ctx, b, p)
+}
+
+func TestMinIOChecks(t *testing.T) {
+	runFailures(t, []failure{
+		{name: "no bucket", id: "minio.bucket", break_: func(f *fixture) {
+			empty := storetest.New(f.t) // a fresh double has no bucket
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				return store.New(store.Config{Endpoint: empty.URL, AccessKey: a, SecretKey: s})
+			}
+		}, evidence: `has no bucket "ray"`, fix: "mltrain up"},
+		{name: "wrong credentials", id: "minio.bucket", break_: func(f *fixture) {
+			f.deps.Creds.MinIOAccessKey = "someone-else"
+		}, evidence: "credentials refused (InvalidAccessKeyId)"},
+		{name: "minio down", id: "minio.bucket", break_: func(f *fixture) {
+			f.deps.State.Probes.MinIO = "http://127.0.0.1:1"
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				return store.New(store.Config{Endpoint: "http://127.0.0.1:1", AccessKey: a, SecretKey: s})
+			}
+		}, evidence: "MinIO does not answer", fix: "mltrain logs minio"},
+		{name: "minio down fails the credentials check fast too", id: "minio.credentials", break_: func(f *fixture) {
+			f.deps.State.Probes.MinIO = "http://127.0.0.1:1"
+		}, evidence: "connection refused", fix: "mltrain logs minio"},
+		{name: "defaults accepted", id: "minio.credentials", break_: func(f *fixture) {
+			good, err := f.deps.MinIO(f.deps.Creds.MinIOAccessKey, f.deps.Creds.MinIOSecretKey)
+			require.NoError(t, err)
+			f.deps.MinIO = func(string, string) (Store, error) { return anyKeyStore{good}, nil }
+		}, evidence: "accepts the default credentials your-access-key/your-secret-key", fix: "compose.override.yaml"},
+		{name: "container on minioadmin", id: "minio.credentials", break_: func(f *fixture) {
+			f.eng.Containers["minio"].Env = []string{"MINIO_ROOT_USER=minioadmin", "MINIO_ROOT_PASSWORD=minioadmin"}
+		}, evidence: `default MinIO root user "minioadmin"`},
+		{name: "container on other key", id: "minio.credentials", break_: func(f *fixture) {
+			f.eng.Containers["minio"].Env = []string{"MINIO_ROOT_USER=mine", "MINIO_ROOT_PASSWORD=longpassword"}
+		}, evidence: `root user "mine", not the lab's generated key`},
+		{name: "credentials file holds a default", id: "minio.credentials", break_: func(f *fixture) {
+			f.deps.Creds.MinIOAccessKey = "your-access-key"
+		}, evidence: "credentials file holds a default MinIO key", fix: "credentials.json"},
+		{name: "jupyter holds the root key", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = append(f.eng.Containers["jupyter"].Env, "AWS_SECRET_ACCESS_KEY="+storetest.SecretKey)
+		}, evidence: "container jupyter holds MinIO's root credentials (AWS_SECRET_ACCESS_KEY)", fix: "compose.override.yaml"},
+		{name: "a worker holds the root user", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["ray-worker-1"].Env = []string{"AWS_ACCESS_KEY_ID=" + storetest.AccessKey}
+		}, evidence: "container ray-worker-1 holds MinIO's root credentials (AWS_ACCESS_KEY_ID)"},
+		{name: "jupyter without the lab user", id: "minio.lab-user", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"AWS_ACCESS_KEY_ID=someone"}
+		}, evidence: `has AWS_ACCESS_KEY_ID "someone", not the lab user "labuser"`, fix: "mltrain up"},
+		{name: "lab user missing in MinIO", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.Creds.MinIOLabAccessKey = "nouser"
+			f.eng.Containers["jupyter"].Env = []string{"AWS_ACCESS_KEY_ID=nouser"}
+		}, evidence: "the lab user nouser cannot list bucket \"ray\"", fix: "mltrain up"},
+		{name: "lab user unlimited", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				return store.New(store.Config{Endpoint: f.s3.URL, AccessKey: storetest.AccessKey, SecretKey: s}) // as root: nothing refused
+			}
+		}, evidence: `reaches buckets outside "ray"`, fix: "mltrain up"},
+		{name: "no lab user in the credentials file", id: "minio.lab-user", break_: func(f *fixture) {
+			f.deps.Creds.MinIOLabAccessKey = ""
+		}, evidence: "has no MinIO lab user", fix: "mltrain up"},
+	})
+}
+
+func TestDataChecks(t *testing.T) {
+	counts := canonicalCounts()
+	runFailures(t, []failure{
+		{name: "no volume", id: "data.food11", break_: func(f *fixture) {
+			f.deps.Manifest = func(context.Context, string) (*food11.Manifest, error) {
+				return nil, fmt.Errorf("dataset volume food11 does not exist: %w", docker.ErrNotFound)
+			}
+		}, evidence: "dataset volume food11 does not exist", fix: "mltrain data food11 --volume food11"},
+		{name: "no manifest", id: "data.food11", break_: func(f *fixture) {
+			f.deps.Manifest = func(context.Context, string) (*food11.Manifest, error) { return nil, nil }
+		}, evidence: "has no manifest", fix: "mltrain data food11"},
+		{name: "not the published dataset", id: "data.food11", break_: func(f *fixture) {
+			c := food11.Counts{"training": {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}
+			f.deps.Manifest = func(context.Context, string) (*food11.Manifest, error) {
+				return &food11.Manifest{Counts: c, Files: 11}, nil
+			}
+		}, evidence: "training has 11 images; canonical Food-11 has 9,866", fix: "--force"},
+		{name: "inconsistent manifest", id: "data.food11", break_: func(f *fixture) {
+			f.deps.Manifest = func(context.Context, string) (*food11.Manifest, error) {
+				return &food11.Manifest{Counts: counts, Files: 12}, nil
+			}
+		}, evidence: "12 files, but its counts add up to 16643"},
+		{name: "engine error", id: "data.food11", break_: func(f *fixture) {
+			f.deps.Manifest = func(context.Context, string) (*food11.Manifest, error) {
+				return nil, errors.New("create helper container: engine says no")
+			}
+		}, evidence: "engine says no"},
+	})
+	t.Run("full count", func(t *testing.T) {
+		f := newFixture(t)
+		f.deps.DataVerify = func(context.Context, string) (food11.Report, error) {
+			return food11.Report{Files: counts.Total(), Found: counts, OK: true}, nil
+		}
+		r := f.run(Options{DataFull: true, Only: []string{GroupData}})
+		require.Len(t, r.Checks, 1)
+		assert.Equal(t, Pass, r.Checks[0].Status, r.Checks[0].Evidence)
+		assert.Contains(t, r.Checks[0].Evidence, "counted 16643 images")
+
+		f.deps.DataVerify = func(context.Context, string) (food11.Report, error) {
+			return food11.Report{}, clierr.Hintf("load it again with 'mltrain data food11 --force --volume food11'", "volume food11: counts differ from the manifest")
+		}
+		r = f.run(Options{DataFull: true, Only: []string{GroupData}})
+		assert.Equal(t, Fail, r.Checks[0].Status)
+		assert.Contains(t, r.Checks[0].Evidence, "counts differ from the manifest")
+		assert.Contains(t, r.Checks[0].Fix, "--force")
+	})
+}
+
+func TestMetricsChecks(t *testing.T) {
+	runFailures(t, []failure{
+		{name: "no ray targets", id: "metrics.prometheus", break_: func(f *fixture) { f.targets = nil },
+			evidence: "no active target of job 'ray'", fix: "prom_metrics_service_discovery.json"},
+		{name: "a node's target down", id: "metrics.prometheus", break_: func(f *fixture) {
+			f.targets[1].Health, f.targets[1].LastError = "down", "connection refused"
+		}, evidence: "no 'up' Ray target for alive node(s) " + w0IP},
+		{name: "stale target of a dead node is fine", id: "metrics.prometheus", status: Pass, break_: func(f *fixture) {
+			f.targets = append(f.targets, promTarget{Labels: map[string]string{"job": "ray"}, ScrapeURL: "http://172.18.0.9:8080/metrics", Health: "down"})
+		}, evidence: "1 stale target(s)"},
+		{name: "prometheus down", id: "metrics.prometheus", break_: func(f *fixture) {
+			f.deps.State.Probes.Prometheus = "http://127.0.0.1:1"
+		}, evidence: "connection refused", fix: "mltrain logs prometheus"},
+		{name: "grafana database", id: "metrics.grafana", break_: func(f *fixture) { f.grafanaDB = "failing" },
+			evidence: `database "failing"`, fix: "mltrain logs grafana"},
+		{name: "no ray dashboards", id: "metrics.grafana", break_: func(f *fixture) {
+			f.dashboards = []grafanaDash{{UID: "x", Title: "Mine", FolderTitle: "General"}}
+		}, evidence: "no dashboard in folder 'Ray' (1 dashboards in all)"},
+		{name: "provisioning file gone", id: "metrics.grafana", break_: func(f *fixture) {
+			require.NoError(t, os.Remove(f.deps.StateDir.File(lab.GrafanaDashboards)))
+		}, evidence: "provisioning file", fix: "mltrain up"},
+		{name: "ray cannot reach grafana", id: "metrics.ray", break_: func(f *fixture) {
+			f.grafanaHealth = map[string]any{"result": false, "msg": "Grafana healthcheck failed: connection refused"}
+		}, evidence: "Grafana healthcheck failed", fix: "RAY_GRAFANA_HOST"},
+		{name: "grafana lacks ray's dashboard", id: "metrics.ray", break_: func(f *fixture) {
+			f.dashboards = f.dashboards[1:]
+		}, evidence: `no dashboard with uid "rayDefaultDashboard"`},
+	})
+}
+
+func TestJupyterChecks(t *testing.T) {
+	runFailures(t, []failure{
+		{name: "api refuses", id: "jupyter.api", break_: func(f *fixture) { f.jupyterCode = 503 },
+			evidence: "HTTP 503", fix: "mltrain logs jupyter"},
+		{name: "no RAY_ADDRESS", id: "jupyter.ray-address", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"RAY_AUTH_TOKEN=" + token}
+		}, evidence: "has no RAY_ADDRESS", fix: "compose.override.yaml"},
+		{name: "RAY_ADDRESS elsewhere", id: "jupyter.ray-address", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"RAY_ADDRESS=http://10.0.0.1:8265", "RAY_AUTH_TOKEN=" + token}
+		}, evidence: "not the lab's head"},
+		{name: "ray client address", id: "jupyter.ray-address", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"RAY_ADDRESS=ray://ray-head:10001", "RAY_AUTH_TOKEN=" + token}
+		}, evidence: "not a dashboard HTTP address"},
+		{name: "no token", id: "jupyter.ray-address", break_: func(f *fixture) {
+			f.eng.Containers["jupyter"].Env = []string{"RAY_ADDRESS=http://ray-head:8265"}
+		}, evidence: "RAY_AUTH_TOKEN is not set"},
+		{name: "no container", id: "jupyter.ray-address", break_: func(f *fixture) {
+			delete(f.eng.Containers, "jupyter")
+		}, evidence: "no jupyter container", fix: "mltrain up"},
+	})
+}
