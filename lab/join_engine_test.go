@@ -37,7 +37,9 @@ type twoHosts struct {
 func newTwoHosts(t *testing.T) *twoHosts {
 	eng := dockertest.Engine(t)
 	nodeIP := labtest.NodeIP(t)
-	o := labtest.JoinableOptions(t, eng, "mltj", nodeIP, 1)
+	// Two workers: with the head, three Ray nodes share this host's address
+	// and its Ray temp dir, and must start one after another.
+	o := labtest.JoinableOptions(t, eng, "mltj", nodeIP, 2)
 	th := &twoHosts{eng: eng, nodeIP: nodeIP, host2: labtest.NewSecondHost(t, eng, "mltj-host2"),
 		worker: o.Images[lab.RoleWorker], first: lab.UpOptions{StateDir: lab.StateDir(t.TempDir()), Lab: o,
 			Images: images.Options{Pull: images.PullNever}, Timeout: 3 * time.Minute, StopTimeout: 2 * time.Second}}
@@ -116,6 +118,14 @@ func TestJoinASecondHost(t *testing.T) {
 		}
 	}
 
+	// A driver on the first host's head (a job's entrypoint) is handed any
+	// ALIVE node at the host's address by Ray; it can open each one's raylet.
+	head := lab.ContainerName(th.first.Lab.Project, lab.HeadService)
+	drv, err := th.eng.Exec(ctx, head, []string{"/app", "driver"})
+	require.NoError(t, err)
+	assert.Equal(t, 0, drv.ExitCode, "%s%s", drv.Stdout, drv.Stderr)
+	assert.Contains(t, drv.Stdout, "3 nodes at "+th.nodeIP+", 0 unreachable", drv.Stderr)
+
 	res, err := lab.Join(ctx, th.deps(th.host2.IP), o)
 	require.NoError(t, err)
 	require.Len(t, res.Nodes, 1)
@@ -168,7 +178,7 @@ func TestJoinASecondHost(t *testing.T) {
 	removed, err := lab.Down(ctx, th.eng, project, false, nil)
 	require.NoError(t, err)
 	assert.Len(t, removed, 1)
-	assert.Len(t, th.containers(t, th.first.Lab.Project), 5+1, "the first host's lab is untouched")
+	assert.Len(t, th.containers(t, th.first.Lab.Project), 5+2, "the first host's lab is untouched")
 	require.Eventually(t, func() bool {
 		st, err := lab.GetStatus(ctx, th.eng, th.first.StateDir, th.first.Lab.Project)
 		return err == nil && len(st.Remote) == 1 && st.Remote[0].State == "DEAD" &&

@@ -55,10 +55,13 @@ func (r renderer) spanHosts(services types.Services) error {
 		"AWS_ENDPOINT_URL", probes.MinIO,
 	)
 	services[HeadService] = head
+	prev := HeadService
 	for _, w := range p.Workers {
 		s := services[w.Service]
 		r.hostWorker(&s, w, net.JoinHostPort(p.NodeIP, strconv.Itoa(p.Ports[PortGCS])), probes.MinIO)
+		r.shareRayTmp(&s, prev)
 		services[w.Service] = s
+		prev = w.Service
 	}
 	j := services[JupyterService]
 	r.setEnv(&j, "RAY_ADDRESS", "http://"+net.JoinHostPort(p.rayHost(), strconv.Itoa(p.Ports[PortDashboard])))
@@ -79,6 +82,37 @@ func (r renderer) hostWorker(s *types.ServiceConfig, w Worker, gcs, minio string
 	r.setEnv(s, "AWS_ENDPOINT_URL", minio, AgentPortEnv, strconv.Itoa(w.Ports.AgentHTTP), NodeIPEnv, r.p.NodeIP)
 }
 
+// shareRayTmp gives a node on the host network this host's one Ray temp
+// dir (the ray-tmp volume, the head's on the first host), and starts it
+// after the node prev ("": none). Why: the nodes of a host share its
+// address, and a driver (a job's entrypoint, on the head) finds its raylet
+// by address alone: Ray's GetNodeToConnectForDriver hands it the first
+// ALIVE node with the driver's IP, which may be any node of this host, and
+// the driver then opens that node's Unix sockets. So every node's sockets
+// must be where every container of the host sees them. In a shared session
+// dir Ray names them apart (raylet, raylet.1, ...; as its own multi-node
+// test cluster on one machine does), but it picks a name before the raylet
+// binds it, so two nodes starting at once could pick the same: the host's
+// nodes start one after another. Root, as the head: the volume is
+// root-owned.
+func (r renderer) shareRayTmp(s *types.ServiceConfig, prev string) {
+	s.User = "0"
+	s.Volumes = append(s.Volumes, volume(VolumeRayTmp, rayTmp, false))
+	if prev == "" {
+		return
+	}
+	role := RoleWorker
+	if prev == HeadService {
+		role = RoleHead
+	}
+	if s.DependsOn == nil {
+		s.DependsOn = types.DependsOnConfig{}
+	}
+	for k, v := range r.dependsOn(map[string]Role{prev: role}) {
+		s.DependsOn[k] = v
+	}
+}
+
 // nodeLabels names the node's lab and service to Ray (ray start --labels,
 // Ray >= 2.49): nodes sharing a host address are told apart by them.
 func (r renderer) nodeLabels(service string) string {
@@ -91,6 +125,7 @@ func (r renderer) nodeLabels(service string) string {
 func (r renderer) joinedProject() (*types.Project, error) {
 	p, j := r.p, r.p.Joined
 	services := types.Services{}
+	prev := ""
 	for _, w := range p.Workers {
 		s, err := r.worker(w)
 		if err != nil {
@@ -99,8 +134,10 @@ func (r renderer) joinedProject() (*types.Project, error) {
 		s.DependsOn = nil // the head and MinIO are the first host's
 		s.Labels[labels.JoinedLab] = j.Lab
 		r.hostWorker(&s, w, net.JoinHostPort(j.HeadIP, strconv.Itoa(j.GCSPort)), j.MinIO)
+		r.shareRayTmp(&s, prev)
 		services[s.Name] = s
+		prev = s.Name
 	}
 	return &types.Project{Name: p.Project, Services: services,
-		Volumes: types.Volumes{VolumeData: {Name: p.DataVolume, External: true}}}, nil
+		Volumes: types.Volumes{VolumeRayTmp: {}, VolumeData: {Name: p.DataVolume, External: true}}}, nil
 }

@@ -57,6 +57,8 @@ func main() {
 	switch {
 	case len(args) > 0 && (args[0] == "nvidia-smi" || args[0] == "rocminfo"):
 		os.Exit(listGPUs(args[0]))
+	case len(args) > 0 && args[0] == "driver":
+		os.Exit(runDriver())
 	case len(args) > 0 && args[0] == "kill-raylet":
 		os.Exit(killRaylet())
 	case isHealthcheck(args):

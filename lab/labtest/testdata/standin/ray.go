@@ -24,7 +24,10 @@ type node struct {
 	Metrics   string             `json:"metrics_export_port,omitempty"`
 	Manager   string             `json:"node_manager_port,omitempty"`
 	Labels    map[string]string  `json:"labels,omitempty"`
-	seen      time.Time
+	// Socket is for the GCS's own node table (drivers read it there), not
+	// the dashboard's node list.
+	Socket string `json:"raylet_socket_name,omitempty"`
+	seen   time.Time
 }
 
 // nodeIP is the address a node advertises: --node-ip-address (Ray on the
@@ -91,7 +94,8 @@ func deadAfter() time.Duration {
 func runHead(cmd string) {
 	var mu sync.Mutex
 	ip := nodeIP(cmd)
-	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd), Labels: nodeLabels(cmd),
+	sock, _ := listenRaylet("head")
+	nodes := map[string]*node{"head": {ID: "head", IP: ip, Head: true, State: "ALIVE", Name: ip, Metrics: metricsPort(cmd), Labels: nodeLabels(cmd), Socket: sock,
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}, seen: time.Now()}}
 	serveMetrics(metricsPort(cmd))
 	writeDashboards()
@@ -163,6 +167,16 @@ func runHead(cmd string) {
 		n.State, n.seen, n.Name = "ALIVE", seen, n.IP
 		nodes[n.ID] = &n
 	})
+	gcs.HandleFunc("/nodes", func(w http.ResponseWriter, r *http.Request) {
+		if !tokenOK(w, r) {
+			return
+		}
+		var out []gcsNode
+		for _, n := range list() {
+			out = append(out, gcsNode{ID: n.ID, Address: n.IP, State: n.State, Socket: n.Socket})
+		}
+		writeAny(w, out)
+	})
 	port := flag(cmd, "port")
 	if port == "" {
 		port = "6379"
@@ -229,7 +243,12 @@ func serveDashboard(cmd string, list func() []*node) {
 		writeAny(w, map[string]any{"result": true, "msg": "prometheus running"})
 	}))
 	dash.HandleFunc("/api/v0/nodes", guard(func(w http.ResponseWriter, r *http.Request) {
-		l := list()
+		var l []node
+		for _, n := range list() {
+			c := *n
+			c.Socket = ""
+			l = append(l, c)
+		}
 		writeAny(w, map[string]any{"result": true, "msg": "", "data": map[string]any{"result": map[string]any{
 			"total": len(l), "num_after_truncation": len(l), "num_filtered": len(l), "result": l}}})
 	}))
@@ -261,6 +280,8 @@ func runWorker(cmd string) {
 	n := node{ID: fmt.Sprintf("worker-%s-%x", hostname, time.Now().UnixNano()), IP: nodeIP(cmd), Metrics: metricsPort(cmd),
 		Manager: flag(cmd, "node-manager-port"), Labels: nodeLabels(cmd),
 		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}}
+	var rayletSock net.Listener
+	n.Socket, rayletSock = listenRaylet(n.ID)
 	serveMetrics(n.Metrics)
 	agentPort := flag(cmd, "dashboard-agent-listen-port")
 	if agentPort == "" {
@@ -317,6 +338,7 @@ func runWorker(cmd string) {
 			// The raylet is gone; its agent goes with it. The container
 			// stays up, like `ray start --block` after a raylet exit 0.
 			_ = agent.Shutdown(context.Background())
+			_ = rayletSock.Close()
 			fmt.Println("standin: raylet died; the container keeps running")
 			<-stop
 			return
