@@ -21,6 +21,11 @@ What `mltrain lab` reads from the job log (the contract; one JSON object per
 line after the marker, always with "event" and "time" = Unix seconds):
 
   MLTRAIN_EVENT {"event": "start", "mode", "run", "argv", "node_ip", "cpu"}
+  MLTRAIN_EVENT {"event": "driver", "mode", "run", "node_id", "node_ip"}   ray, tune
+      the node whose raylet this driver is attached to: Ray finds it by
+      address, so where nodes share one (the host network of a lab that
+      accepts other hosts) it may be a worker's, and that worker's stop
+      ends the job.
   MLTRAIN_EVENT {"event": "worker", "mode", "rank", "world_size", "node_ip",
                  "node_id" (ray, tune), "gpu": {...}, "run"}
   MLTRAIN_EVENT {"event": "epoch", "epoch", "run", "metrics": {...}}    rank 0, after validation
@@ -642,6 +647,15 @@ def train_func(config):
                     ckpt_path=os.path.join(ckpt_dir, name))
 
 
+def attach_driver(args, cfg):
+    """Connects this driver (Train and Tune would on their own) and says to
+    which node's raylet Ray attached it."""
+    import ray
+    ray.init()  # the job's cluster and runtime env (RAY_ADDRESS, the job config)
+    emit("driver", mode=args.mode, run=cfg["run_name"], node_id=ray.get_runtime_context().get_node_id(),
+         node_ip=node_ip())
+
+
 def run_ray(args, cfg):
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -849,6 +863,7 @@ def main(argv=None):
     emit("start", mode=args.mode, run=cfg["run_name"], argv=sys.argv[1:], node_ip=node_ip(), cpu=cfg["cpu"])
     if args.mode == "plain":
         return run_plain(args, cfg)
+    attach_driver(args, cfg)
     if args.mode == "ray":
         return run_ray(args, cfg)
     return run_tune(args, cfg)

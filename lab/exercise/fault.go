@@ -102,8 +102,11 @@ func faultArgs(r *runner) []string {
 func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, error) {
 	r := f.r
 	r.say("waiting for the training worker to start")
-	var worker Event
+	var worker, driver Event
 	err := r.poll(ctx, f.i, func(events []Event) (bool, error) {
+		for _, e := range EventsOf(events, "driver") {
+			driver = e
+		}
 		for _, e := range EventsOf(events, "worker") {
 			if e.Rank == 0 && e.NodeIP != "" {
 				worker = e
@@ -126,6 +129,14 @@ func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, err
 	if j, err := r.env.Ray.Job(ctx, id); err == nil && j.DriverNodeID != "" && j.DriverNodeID == worker.NodeID {
 		return c, clierr.Hintf("submit the run without entrypoint resources, so Ray runs its driver on the head",
 			"job %s's driver runs on %s (%s), the node that trains: stopping it would end the job, not show fault tolerance", id, c.Name, worker.NodeIP)
+	}
+	// Where the driver process runs is not all: on the host network (a lab
+	// that accepts other hosts) the head and this host's workers share an
+	// address, and Ray attaches a driver to any of their raylets (train.py
+	// says which); that node's stop ends the driver too.
+	if driver.NodeID != "" && driver.NodeID == worker.NodeID {
+		return c, clierr.Hintf("run 'mltrain lab fault' again: Ray places the training on a free GPU, which may be another worker's",
+			"job %s's driver is attached to the raylet of %s (%s), the node that trains (Ray hands a driver any node at its address, and on the host network the head shares this host's): stopping it would end the job, not show fault tolerance", id, c.Name, worker.NodeIP)
 	}
 	r.say("training runs on %s (%s)", c.Name, worker.NodeIP)
 	return c, nil

@@ -188,6 +188,30 @@ func TestFaultRefusesToStopTheDriversNode(t *testing.T) {
 	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
 }
 
+// On the host network Ray may attach the driver (running on the head) to a
+// worker's raylet; train.py says which, and that worker is never stopped.
+func TestFaultRefusesToStopTheNodeTheDriverIsAttachedTo(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
+	run.DriverAttached = w1IP
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "driver is attached to the raylet of ray-worker-1 (172.18.0.4), the node that trains")
+	assert.Contains(t, clierr.Hint(err), "mltrain lab fault")
+	assert.Empty(t, eng.CallsOf("stop"))
+	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+
+	// Attached to the other worker: training moves there, and the driver lives.
+	eng = labEngine()
+	f = newFixture(t, eng)
+	run = trainRun(f, eng, labWorkers, w1IP, w0IP)
+	run.DriverAttached = w0IP
+	rec, err = exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	assert.Equal(t, "ray-worker-1", rec.Fault.StoppedContainer)
+}
+
 func TestFaultResumeFromAnUnreportedCheckpointIsNotObserved(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)

@@ -23,6 +23,11 @@ const (
 //   - The driver runs on the head when the entrypoint asks for no resources
 //     (the exercise's case), so a worker that stops never ends the job; with
 //     entrypoint GPUs it runs on Nodes[0] and dies with it.
+//   - The driver attaches to a raylet Ray finds by its address: the head's,
+//     unless nodes share the head's address (the host network of a lab
+//     that accepts other hosts), when it may be any of them: DriverAttached
+//     names that node's IP. train.py says which ("driver" event); a driver
+//     whose raylet's node stops dies with it.
 //   - Rank 0 trains on one worker node. At the end of each epoch Ray uploads
 //     the checkpoint: its objects are in storage at once. Ray Train's
 //     controller registers it RegisterPolls polls later; rank 0 is blocked
@@ -51,8 +56,12 @@ type TrainRun struct {
 	// Down reports whether the node at ip has stopped (its container).
 	Down func(ip string) bool
 	// Unannounced plays a workspace whose train.py predates the checkpoint
-	// events: checkpoints are uploaded and registered, never printed.
+	// and driver events: checkpoints are uploaded and registered, never
+	// printed, and the driver does not say where it is attached.
 	Unannounced bool
+	// DriverAttached is the IP of the worker node whose raylet the driver
+	// was handed; "" is the head's.
+	DriverAttached string
 	// ResumeFrom picks the registered checkpoint a restart gets, to play a
 	// misbehaving Ray; nil gives Ray's choice, the latest.
 	ResumeFrom func(registered []Checkpoint) *Checkpoint
@@ -132,6 +141,13 @@ func (t *TrainRun) Step(id string, j *Job) {
 		st.started = true
 		SetStatus(j, ray.Running, "Job is currently running.", now)
 		j.Logs += line("", "start", now, map[string]any{"mode": "ray", "run": id})
+		if !t.Unannounced {
+			at := "node-head"
+			if t.DriverAttached != "" {
+				at = nodeID(t.DriverAttached)
+			}
+			j.Logs += line("", "driver", now, map[string]any{"mode": "ray", "run": id, "node_id": at})
+		}
 		if st.node = t.nextUp(-1); st.node < 0 {
 			t.fail(j, "no worker node is up", now)
 			return
@@ -140,6 +156,8 @@ func (t *TrainRun) Step(id string, j *Job) {
 		st.wait = epochPolls
 	case driverOnWorker && t.down(t.Nodes[0]):
 		t.fail(j, "Job supervisor actor died: the node running the driver ("+t.Nodes[0]+") was stopped", now)
+	case t.DriverAttached != "" && t.down(t.DriverAttached):
+		t.fail(j, "the driver lost its raylet: the node "+t.DriverAttached+" it was attached to was stopped", now)
 	case st.restarting:
 		if st.wait--; st.wait > 0 {
 			return
