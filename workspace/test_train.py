@@ -1,7 +1,8 @@
-"""Standard-library tests of train.py's plain logic (no Ray, Lightning or
-torch needed): run with `python3 -m unittest discover -s workspace` (the
-Makefile's py-check). Importing train.py here also proves it loads without
-its heavy dependencies, which the Ray driver relies on."""
+"""Standard-library tests of train.py's plain logic and its modules (no Ray,
+Lightning or torch needed): run with `python3 -m unittest discover -s
+workspace` (the Makefile's py-check). Importing them here also proves they
+load without their heavy dependencies, which the Ray driver and workers
+rely on."""
 
 import contextlib
 import io
@@ -13,6 +14,8 @@ import unittest
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lab_events  # noqa: E402
+import ray_modes  # noqa: E402
 import train  # noqa: E402
 
 
@@ -21,7 +24,7 @@ def events(out):
     recs = []
     for line in out.splitlines():
         marker, _, body = line.partition(" ")
-        if marker == train.EVENT:
+        if marker == lab_events.EVENT:
             recs.append(json.loads(body))
     return recs
 
@@ -48,28 +51,28 @@ class ArgsTest(unittest.TestCase):
 
 class CheckpointNameTest(unittest.TestCase):
     def test_names_round_trip_and_sort_by_epoch(self):
-        names = [train.checkpoint_dir_name(e) for e in (0, 3, 10, 123)]
+        names = [lab_events.checkpoint_dir_name(e) for e in (0, 3, 10, 123)]
         self.assertEqual(names[1], "checkpoint_epoch_000003")
         self.assertEqual(names, sorted(names), "lexical order is epoch order (the Go side compares names)")
         for e, n in zip((0, 3, 10, 123), names):
-            self.assertEqual(train.epoch_from_name(n), e)
-            self.assertEqual(train.epoch_from_name("ray/run/" + n + "/"), e)
+            self.assertEqual(lab_events.epoch_from_name(n), e)
+            self.assertEqual(lab_events.epoch_from_name("ray/run/" + n + "/"), e)
 
     def test_other_names_have_no_epoch(self):
         for n in ("checkpoint_2026-11-21_20-00-01.000001", "checkpoint_000003", "checkpoint_epoch_", None, ""):
-            self.assertIsNone(train.epoch_from_name(n), n)
+            self.assertIsNone(lab_events.epoch_from_name(n), n)
 
     def test_checkpoint_epoch_prefers_the_record_beside_it(self):
         with tempfile.TemporaryDirectory() as d:
-            train.write_meta(d, epoch=7, run="r")
-            self.assertEqual(train.checkpoint_epoch(d, "ray/r/checkpoint_epoch_000002", "checkpoint.ckpt"), 7)
+            lab_events.write_meta(d, epoch=7, run="r")
+            self.assertEqual(lab_events.checkpoint_epoch(d, "ray/r/checkpoint_epoch_000002", "checkpoint.ckpt"), 7)
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, train.META_FILE), "w") as f:
+            with open(os.path.join(d, lab_events.META_FILE), "w") as f:
                 f.write("{not json")
-            self.assertEqual(train.checkpoint_epoch(d, "ray/r/checkpoint_epoch_000002", "checkpoint.ckpt"), 2)
+            self.assertEqual(lab_events.checkpoint_epoch(d, "ray/r/checkpoint_epoch_000002", "checkpoint.ckpt"), 2)
         with tempfile.TemporaryDirectory() as d:
             # No record, no epoch in the name, and no readable Lightning file.
-            self.assertIsNone(train.checkpoint_epoch(d, "ray/r/checkpoint_2026", "checkpoint.ckpt"))
+            self.assertIsNone(lab_events.checkpoint_epoch(d, "ray/r/checkpoint_2026", "checkpoint.ckpt"))
 
 
 class ResolveReportedTest(unittest.TestCase):
@@ -77,26 +80,26 @@ class ResolveReportedTest(unittest.TestCase):
     path = "ray/RUN/checkpoint_epoch_000004"
 
     def test_registered_when_the_controller_lists_it(self):
-        got = train.resolve_reported(self.name, ["ray/RUN/checkpoint_epoch_000003", self.path], self.path)
+        got = lab_events.resolve_reported(self.name, ["ray/RUN/checkpoint_epoch_000003", self.path], self.path)
         self.assertEqual(got, (self.path, True))
 
     def test_not_registered_when_the_controller_does_not_list_it(self):
-        got = train.resolve_reported(self.name, ["ray/RUN/checkpoint_epoch_000003"], self.path)
+        got = lab_events.resolve_reported(self.name, ["ray/RUN/checkpoint_epoch_000003"], self.path)
         self.assertEqual(got, (self.path, False))
 
     def test_without_the_api_it_is_never_called_registered(self):
-        self.assertEqual(train.resolve_reported(self.name, None, self.path), (self.path, False))
-        self.assertEqual(train.resolve_reported(self.name, None, "ray/RUN/checkpoint_epoch_000003"), (None, False))
+        self.assertEqual(lab_events.resolve_reported(self.name, None, self.path), (self.path, False))
+        self.assertEqual(lab_events.resolve_reported(self.name, None, "ray/RUN/checkpoint_epoch_000003"), (None, False))
 
     def test_a_name_prefix_is_not_a_match(self):
         other = "ray/RUN/checkpoint_epoch_0000045"
-        self.assertEqual(train.resolve_reported(self.name, [other], None), (None, False))
+        self.assertEqual(lab_events.resolve_reported(self.name, [other], None), (None, False))
 
     def test_ray_chosen_names(self):
         p = "ray/RUN/checkpoint_2026-11-21_20-00-01.000001"
-        self.assertEqual(train.resolve_reported(None, [p], p), (p, True))
-        self.assertEqual(train.resolve_reported(None, [], p), (p, False))
-        self.assertEqual(train.resolve_reported(None, None, None), (None, False))
+        self.assertEqual(lab_events.resolve_reported(None, [p], p), (p, True))
+        self.assertEqual(lab_events.resolve_reported(None, [], p), (p, False))
+        self.assertEqual(lab_events.resolve_reported(None, None, None), (None, False))
 
 
 class AcceptsKwargTest(unittest.TestCase):
@@ -110,10 +113,10 @@ class AcceptsKwargTest(unittest.TestCase):
         def any_kwargs(metrics, **kw):
             pass
 
-        self.assertTrue(train.accepts_kwarg(new_report, "checkpoint_dir_name"))
-        self.assertFalse(train.accepts_kwarg(old_report, "checkpoint_dir_name"))
-        self.assertTrue(train.accepts_kwarg(any_kwargs, "checkpoint_dir_name"))
-        self.assertFalse(train.accepts_kwarg(object(), "checkpoint_dir_name"), "unknowable means no")
+        self.assertTrue(lab_events.accepts_kwarg(new_report, "checkpoint_dir_name"))
+        self.assertFalse(lab_events.accepts_kwarg(old_report, "checkpoint_dir_name"))
+        self.assertTrue(lab_events.accepts_kwarg(any_kwargs, "checkpoint_dir_name"))
+        self.assertFalse(lab_events.accepts_kwarg(object(), "checkpoint_dir_name"), "unknowable means no")
 
 
 class TrialEndTest(unittest.TestCase):
@@ -129,11 +132,11 @@ class TrialEndTest(unittest.TestCase):
             ((None, 3, 20, None), "scheduler"),  # no record reached us (end_from says "inferred")
         ]
         for args, want in cases:
-            self.assertEqual(train.trial_end(*args), want, args)
+            self.assertEqual(lab_events.trial_end(*args), want, args)
 
     def test_counts(self):
         ends = ["max_t", "scheduler", "scheduler", "script", "error", "scheduler"]
-        c = train.tune_counts([{"end": e} for e in ends])
+        c = lab_events.tune_counts([{"end": e} for e in ends])
         self.assertEqual(c, {"completed": 1, "stopped_by_scheduler": 3, "ended_by_script": 1, "errored": 1,
                              "stopped_early": 3})
         self.assertEqual(sum(c[k] for k in ("completed", "stopped_by_scheduler", "ended_by_script", "errored")),
@@ -141,30 +144,30 @@ class TrialEndTest(unittest.TestCase):
 
     def test_recorder_keeps_the_last_flag_per_trial(self):
         # What the Tune callback stores and run_tune reads back.
-        train._LAST_DONE.clear()
-        self.addCleanup(train._LAST_DONE.clear)
+        ray_modes._LAST_DONE.clear()
+        self.addCleanup(ray_modes._LAST_DONE.clear)
         for trial, done in (("t1", False), ("t2", False), ("t1", True), ("t2", False)):
-            train.record_done(trial, {"done": done, "training_iteration": 1})
-        train.record_done("t3", {"training_iteration": 1})  # no flag: not done
-        self.assertEqual(train._LAST_DONE, {"t1": True, "t2": False, "t3": False})
+            ray_modes.record_done(trial, {"done": done, "training_iteration": 1})
+        ray_modes.record_done("t3", {"training_iteration": 1})  # no flag: not done
+        self.assertEqual(ray_modes._LAST_DONE, {"t1": True, "t2": False, "t3": False})
 
 
 class EventTest(unittest.TestCase):
     def test_event_lines_are_marker_then_json(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            train.emit("checkpoint", mode="ray", run="RUN", rank=0, epoch=3,
+            lab_events.emit("checkpoint", mode="ray", run="RUN", rank=0, epoch=3,
                        checkpoint="ray/RUN/checkpoint_epoch_000003", name="checkpoint_epoch_000003",
                        node_ip="10.0.0.3", registered=True)
-            train.emit("resume", mode="ray", rank=0, checkpoint="ray/RUN/checkpoint_epoch_000003",
+            lab_events.emit("resume", mode="ray", rank=0, checkpoint="ray/RUN/checkpoint_epoch_000003",
                        name="checkpoint_epoch_000003", epoch=3, node_ip="10.0.0.4", node_id="n", run="RUN")
         recs = events(out.getvalue())
         self.assertEqual([r["event"] for r in recs], ["checkpoint", "resume"])
         for r in recs:
             self.assertIsInstance(r["time"], float)
             self.assertEqual(r["epoch"], 3)
-            self.assertEqual(train.basename(r["checkpoint"]), r["name"])
-            self.assertEqual(train.epoch_from_name(r["name"]), r["epoch"])
+            self.assertEqual(lab_events.basename(r["checkpoint"]), r["name"])
+            self.assertEqual(lab_events.epoch_from_name(r["name"]), r["epoch"])
         self.assertTrue(recs[0]["registered"])
 
 

@@ -1,6 +1,7 @@
 // Package workspace is what students get in Jupyter and what `mltrain lab`
 // submits as the job's working_dir: train.py (one script whose flags replace
-// the course's git branches), runtime.json, requirements.txt and a README.
+// the course's git branches) and the modules beside it that it and Ray's
+// workers import, runtime.json, requirements.txt and a README.
 package workspace
 
 import (
@@ -13,7 +14,7 @@ import (
 	"sort"
 )
 
-//go:embed train.py runtime.json requirements.txt README.md
+//go:embed train.py lab_events.py food11_model.py ray_modes.py runtime.json requirements.txt README.md
 var files embed.FS
 
 // Names lists the workspace's files.

@@ -18,7 +18,7 @@ func TestEnsureWritesOnceAndKeepsEdits(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	written, err := workspace.Ensure(dir)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"README.md", "requirements.txt", "runtime.json", "train.py"}, written)
+	assert.Equal(t, []string{"README.md", "food11_model.py", "lab_events.py", "ray_modes.py", "requirements.txt", "runtime.json", "train.py"}, written)
 
 	edited := []byte("print('my version')\n")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "train.py"), edited, 0o644))
@@ -52,8 +52,17 @@ func TestTrainPyCompiles(t *testing.T) {
 	dir := t.TempDir()
 	_, err = workspace.Ensure(dir)
 	require.NoError(t, err)
-	out, err := exec.Command(py, "-m", "py_compile", filepath.Join(dir, "train.py")).CombinedOutput()
+	for _, f := range []string{"train.py", "lab_events.py", "food11_model.py", "ray_modes.py"} {
+		out, err := exec.Command(py, "-m", "py_compile", filepath.Join(dir, f)).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	// train.py's modules import from the workspace alone: it loads, and
+	// parses its flags, without Ray, Lightning or torch.
+	cmd := exec.Command(py, "train.py", "--help")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "--mode")
 	// The flags the exercises pass must exist in the script's parser.
 	src, err := workspace.File("train.py")
 	require.NoError(t, err)

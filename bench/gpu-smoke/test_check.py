@@ -86,12 +86,12 @@ class LogTest(unittest.TestCase):
             self.assertTrue(any(want in p for p in probs), (change, probs))
 
     def test_reads_what_train_py_prints(self):
-        # The lines come from train.py's own emit/result, so a change of
-        # format there fails here.
+        # The lines come from train.py's own emit/result (lab_events), so
+        # a change of format there fails here.
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "workspace"))
         import contextlib
         import io
-        import train
+        import lab_events as train
         gpu = {"accelerator": "gpu", "name": "NVIDIA A100-PCIE-40GB", "uuid": U1[4:]}
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
