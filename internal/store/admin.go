@@ -113,7 +113,7 @@ func (a *Admin) differs(ctx context.Context, bucket, accessKey, secretKey string
 	switch {
 	case err != nil:
 		return "policy " + name + ": " + err.Error()
-	case !sameJSON(p.Policy, BucketPolicy(bucket)):
+	case !samePolicy(p.Policy, BucketPolicy(bucket)):
 		return "policy " + name + " allows more or other than bucket " + bucket
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
@@ -148,10 +148,32 @@ func policyNames(s string) []string {
 	return out
 }
 
-// sameJSON compares two JSON documents by value (MinIO re-indents policies).
-func sameJSON(a, b []byte) bool {
+// samePolicy compares two policy documents by meaning: MinIO re-indents
+// what it stores, and keeps a statement's actions and resources as sets,
+// so it hands them back in any order.
+func samePolicy(a, b []byte) bool {
 	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(unordered(x), unordered(y))
+}
+
+// unordered is v with every array sorted (by its elements' JSON).
+func unordered(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = unordered(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = unordered(e)
+		}
+		slices.SortFunc(t, func(a, b any) int {
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			return strings.Compare(string(ja), string(jb))
+		})
+	}
+	return v
 }
 
 func (a *Admin) wrap(what string, err error) error {

@@ -75,10 +75,12 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 			adminError(w, http.StatusNotFound, "XMinioAdminNoSuchPolicy", "The canned policy does not exist.")
 			return
 		}
-		// MinIO answers with the policy re-indented, not as it was given.
+		// MinIO answers with the policy re-indented, not as it was given,
+		// and a statement's actions and resources are sets there, handed
+		// back in no set order: here, reversed.
 		var v any
 		_ = json.Unmarshal(p.raw, &v)
-		pretty, _ := json.MarshalIndent(v, "", " ")
+		pretty, _ := json.MarshalIndent(reverseArrays(v), "", " ")
 		_ = json.NewEncoder(w).Encode(madmin.PolicyInfo{PolicyName: name, Policy: pretty})
 	case op == "user-info" && r.Method == http.MethodGet:
 		u, ok := d.user(w, r.URL.Query().Get("accessKey"))
@@ -173,6 +175,22 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 	default:
 		adminError(w, http.StatusBadRequest, "XMinioAdminUnsupported", "the double does not answer "+r.Method+" "+r.URL.Path)
 	}
+}
+
+// reverseArrays reverses every array in a JSON value.
+func reverseArrays(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = reverseArrays(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = reverseArrays(e)
+		}
+		slices.Reverse(t)
+	}
+	return v
 }
 
 // user finds a user as MinIO does, answering its "no such user" error when absent.
