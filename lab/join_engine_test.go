@@ -157,7 +157,8 @@ func TestJoinASecondHost(t *testing.T) {
 	// verify on the first host lists the joined node and counts its GPU.
 	d, err := verify.System(th.eng, th.first.StateDir, verify.SystemOptions{Host: host.Options{Root: "../internal/gpu/testdata/none"}})
 	require.NoError(t, err)
-	rep := verify.Run(ctx, d, verify.Options{Only: []string{verify.GroupRay, verify.GroupGPU}})
+	th.host2.RouteFrom(t, lab.ContainerName(th.first.Lab.Project, lab.PrometheusService))
+	rep := verify.Run(ctx, d, verify.Options{Only: []string{verify.GroupRay, verify.GroupGPU, verify.GroupMetrics}})
 	seen := 0
 	for _, c := range rep.Checks {
 		switch c.ID {
@@ -165,13 +166,19 @@ func TestJoinASecondHost(t *testing.T) {
 			seen++
 			assert.Equal(t, verify.Pass, c.Status, c.Evidence)
 			assert.Contains(t, c.Evidence, "joined host "+th.host2.IP+": ray-worker-0 1 GPU")
+		case "metrics.prometheus":
+			// Prometheus found the joined node in Ray's service discovery
+			// and scraped it at its address.
+			seen++
+			assert.Equal(t, verify.Pass, c.Status, c.Evidence)
+			assert.Contains(t, c.Evidence, th.host2.IP)
 		case "gpu.ray":
 			seen++
 			assert.Equal(t, verify.Pass, c.Status, c.Evidence)
 			assert.Contains(t, c.Evidence, th.host2.IP+" 1", "the joined worker's GPU is counted")
 		}
 	}
-	assert.Equal(t, 2, seen, "both checks ran")
+	assert.Equal(t, 3, seen, "the three checks ran")
 
 	// down on the second host removes only its workers; the first host then
 	// reports that host's node DEAD, never silently dropped.

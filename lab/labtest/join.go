@@ -3,6 +3,7 @@ package labtest
 import (
 	"context"
 	"net"
+	"os/exec"
 	"strconv"
 	"testing"
 
@@ -72,6 +73,19 @@ func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, wor
 type SecondHost struct {
 	Name string // the holder container
 	IP   string // the "host's" address
+	Net  string // its Docker network
+}
+
+// RouteFrom lets the first host's container reach this host's address, as
+// two hosts route to each other (a container's traffic leaves through its
+// host): Docker keeps its bridge networks apart, so the container joins
+// this host's network for the test.
+func (h SecondHost) RouteFrom(t testing.TB, container string) {
+	t.Helper()
+	if out, err := exec.Command("docker", "network", "connect", h.Net, container).CombinedOutput(); err != nil {
+		t.Fatalf("docker network connect %s %s: %v\n%s", h.Net, container, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "network", "disconnect", "-f", h.Net, container).Run() })
 }
 
 // NewSecondHost starts the holder; it and its network are removed at the end.
@@ -102,5 +116,5 @@ func NewSecondHost(t testing.TB, eng docker.Engine, prefix string) SecondHost {
 	if err != nil || d.Networks[net] == "" {
 		t.Fatalf("the second host's holder has no address: %v", err)
 	}
-	return SecondHost{Name: name, IP: d.Networks[net]}
+	return SecondHost{Name: name, IP: d.Networks[net], Net: net}
 }

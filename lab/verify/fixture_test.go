@@ -67,6 +67,7 @@ type fixture struct {
 	authOff       bool // the dashboard answers without a token
 	wrongTokenOK  bool
 	targets       []promTarget
+	scrapeOnQuery bool // targets "unknown" turn "up" after one query
 	dashboards    []grafanaDash
 	grafanaDB     string
 	grafanaHealth map[string]any
@@ -90,6 +91,10 @@ func canonicalCounts() food11.Counts { return labtest.CanonicalCounts() }
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, eng: fake.New(), grafanaDB: "ok", jupyterCode: 200}
+	// The doubles here answer at once: a check waiting for Prometheus to
+	// catch up need not wait a real scrape interval to fail.
+	defer func(d time.Duration) { t.Cleanup(func() { firstScrapeWait = d }) }(firstScrapeWait)
+	firstScrapeWait = 1500 * time.Millisecond
 	g0 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 0, UUID: uuidA, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:17:00.0"}
 	g1 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 1, UUID: uuidB, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:65:00.0"}
 	f.gpus = gpu.Report{GPUs: []gpu.GPU{g0, g1}, Problems: []gpu.Problem{}}
@@ -298,6 +303,12 @@ func (f *fixture) servePrometheus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"status": "success", "data": map[string]any{"activeTargets": f.targets}})
+	// As Prometheus: a target not scraped yet is scraped by the next query.
+	for i := range f.targets {
+		if f.targets[i].Health == "unknown" && f.scrapeOnQuery {
+			f.targets[i].Health = "up"
+		}
+	}
 }
 
 func (f *fixture) serveGrafana(w http.ResponseWriter, r *http.Request) {

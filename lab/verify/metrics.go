@@ -11,7 +11,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -41,38 +43,57 @@ func targetHost(t promTarget) string {
 	return t.Labels["instance"]
 }
 
+// firstScrapeWait is how long the check waits for Prometheus to catch up
+// with Ray: a node just up or just joined reaches Ray's service-discovery
+// file within its flush period (5 s), and Prometheus scrapes a new target
+// within one scrape interval (10 s); until then its health is "unknown".
+var firstScrapeWait = 17 * time.Second
+
+const promFix = "mltrain logs prometheus; the head writes the target list to /tmp/ray/prom_metrics_service_discovery.json (mltrain logs ray-head)"
+
 func checkPrometheus(ctx context.Context, e *env) outcome {
-	u := strings.TrimRight(e.d.State.Probes.Prometheus, "/") + "/api/v1/targets?state=active"
-	var out struct {
-		Status string `json:"status"`
-		Data   struct {
-			ActiveTargets []promTarget `json:"activeTargets"`
-		} `json:"data"`
-	}
-	if err := e.getJSON(ctx, u, nil, &out); err != nil {
-		return failErr(err, "mltrain logs prometheus")
-	}
-	upHosts := map[string]bool{}
-	var down []string
-	n := 0
-	for _, t := range out.Data.ActiveTargets {
-		if t.Labels["job"] != "ray" && t.ScrapePool != "ray" {
-			continue
-		}
-		n++
-		if t.Health == "up" {
-			upHosts[targetHost(t)] = true
-		} else {
-			down = append(down, fmt.Sprintf("%s %s (%s)", t.ScrapeURL, t.Health, firstLine(t.LastError)))
-		}
-	}
-	const fix = "mltrain logs prometheus; the head writes the target list to /tmp/ray/prom_metrics_service_discovery.json (mltrain logs ray-head)"
-	if n == 0 {
-		return fail(fix, "Prometheus has no active target of job 'ray': it does not read Ray's service-discovery file")
-	}
 	nodes, err := e.nodes()
 	if err != nil {
 		return failErr(fmt.Errorf("cannot tell which Ray nodes should be scraped: %w", err), "mltrain status")
+	}
+	deadline := time.Now().Add(firstScrapeWait)
+	for {
+		targets, err := rayTargets(ctx, e)
+		if err != nil {
+			return failErr(err, "mltrain logs prometheus")
+		}
+		out, pending := judgeTargets(targets, nodes)
+		if !pending || time.Now().After(deadline) {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// judgeTargets says whether every alive node has an 'up' target; pending:
+// Prometheus may not have caught up yet (a target not scraped yet, an
+// alive node not listed yet).
+func judgeTargets(targets []promTarget, nodes []ray.Node) (out outcome, pending bool) {
+	upHosts, listed := map[string]bool{}, map[string]bool{}
+	var down []string
+	for _, t := range targets {
+		listed[targetHost(t)] = true
+		switch t.Health {
+		case "up":
+			upHosts[targetHost(t)] = true
+		case "unknown":
+			pending = true
+			down = append(down, fmt.Sprintf("%s not scraped yet", t.ScrapeURL))
+		default:
+			down = append(down, fmt.Sprintf("%s %s (%s)", t.ScrapeURL, t.Health, firstLine(t.LastError)))
+		}
+	}
+	if len(targets) == 0 {
+		return fail(promFix, "Prometheus has no active target of job 'ray': it does not read Ray's service-discovery file"), true
 	}
 	var unscraped, scraped []string
 	for _, nd := range nodes {
@@ -81,24 +102,48 @@ func checkPrometheus(ctx context.Context, e *env) outcome {
 		}
 		if upHosts[nd.NodeIP] {
 			scraped = append(scraped, nd.NodeIP)
-		} else {
-			unscraped = append(unscraped, nd.NodeIP)
+			continue
+		}
+		unscraped = append(unscraped, nd.NodeIP)
+		if !listed[nd.NodeIP] {
+			pending = true
 		}
 	}
 	sort.Strings(scraped)
 	sort.Strings(unscraped)
 	if len(unscraped) > 0 {
-		msg := fmt.Sprintf("no 'up' Ray target for alive node(s) %s (%d ray targets", strings.Join(unscraped, ", "), n)
+		msg := fmt.Sprintf("no 'up' Ray target for alive node(s) %s (%d ray targets", strings.Join(unscraped, ", "), len(targets))
 		if len(down) > 0 {
 			msg += "; down: " + strings.Join(down, ", ")
 		}
-		return fail(fix, "%s)", msg)
+		return fail(promFix, "%s)", msg), pending
 	}
-	ev := fmt.Sprintf("%d Ray targets; every alive node is scraped and up: %s", n, strings.Join(scraped, ", "))
+	ev := fmt.Sprintf("%d Ray targets; every alive node is scraped and up: %s", len(targets), strings.Join(scraped, ", "))
 	if len(down) > 0 {
 		ev += fmt.Sprintf("; %d stale target(s) of gone nodes down", len(down))
 	}
-	return pass("%s", ev)
+	return pass("%s", ev), false
+}
+
+// rayTargets are Prometheus's active targets of job "ray".
+func rayTargets(ctx context.Context, e *env) ([]promTarget, error) {
+	u := strings.TrimRight(e.d.State.Probes.Prometheus, "/") + "/api/v1/targets?state=active"
+	var out struct {
+		Status string `json:"status"`
+		Data   struct {
+			ActiveTargets []promTarget `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := e.getJSON(ctx, u, nil, &out); err != nil {
+		return nil, err
+	}
+	var ray []promTarget
+	for _, t := range out.Data.ActiveTargets {
+		if t.Labels["job"] == "ray" || t.ScrapePool == "ray" {
+			ray = append(ray, t)
+		}
+	}
+	return ray, nil
 }
 
 type grafanaDash struct {

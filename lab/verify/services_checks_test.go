@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,6 +160,31 @@ func TestMetricsChecks(t *testing.T) {
 			f.dashboards = f.dashboards[1:]
 		}, evidence: `no dashboard with uid "rayDefaultDashboard"`},
 	})
+}
+
+// A node Prometheus has not scraped yet (just joined, a lab just up) is
+// waited for, up to about a scrape interval, never judged down at once.
+func TestPrometheusWaitsForTheFirstScrape(t *testing.T) {
+	f := newFixture(t)
+	f.targets[1].Health = "unknown"
+	f.scrapeOnQuery = true
+	c := find(t, f.run(Options{Only: []string{GroupMetrics}}), "metrics.prometheus")
+	assert.Equal(t, Pass, c.Status, c.Evidence)
+
+	f = newFixture(t) // waits 1.5 s
+	f.targets[1].Health = "unknown"
+	c = find(t, f.run(Options{Only: []string{GroupMetrics}}), "metrics.prometheus")
+	assert.Equal(t, Fail, c.Status)
+	assert.Contains(t, c.Evidence, "not scraped yet")
+
+	// An alive node Ray's service-discovery file does not list yet.
+	f = newFixture(t)
+	listed := f.targets[:1]
+	f.targets = listed
+	start := time.Now()
+	c = find(t, f.run(Options{Only: []string{GroupMetrics}}), "metrics.prometheus")
+	assert.Equal(t, Fail, c.Status)
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "waited for the file to list it")
 }
 
 func TestJupyterChecks(t *testing.T) {

@@ -71,6 +71,7 @@ func main() {
 		serve(":3000", map[string]any{"/api/health": map[string]string{"database": "ok", "version": "standin"},
 			"/api/search": http.HandlerFunc(grafanaSearch)})
 	case role == "prometheus":
+		go watchServiceDiscovery()
 		serve(":9090", map[string]any{"/-/ready": "Prometheus Server is Ready.", "/-/healthy": "Prometheus Server is Healthy.",
 			"/api/v1/targets": http.HandlerFunc(promTargets)})
 	case role == "jupyter":

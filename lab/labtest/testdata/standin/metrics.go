@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // rayTmp is the ray-tmp volume: written by the head, read by Prometheus and Grafana.
@@ -57,40 +56,6 @@ func writeDashboards() {
 	}
 	b, _ := json.Marshal(map[string]any{"uid": dashboardUID, "title": "Default Dashboard", "panels": []any{}})
 	_ = os.WriteFile(dir+"/default_grafana_dashboard.json", b, 0o644)
-}
-
-// promTargets answers /api/v1/targets from Ray's service-discovery file,
-// scraping each target to tell up from down, as Prometheus would.
-func promTargets(w http.ResponseWriter, r *http.Request) {
-	var groups []struct {
-		Labels  map[string]string `json:"labels"`
-		Targets []string          `json:"targets"`
-	}
-	if b, err := os.ReadFile(rayTmp + "/prom_metrics_service_discovery.json"); err == nil {
-		_ = json.Unmarshal(b, &groups)
-	}
-	active := []any{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, g := range groups {
-		for _, t := range g.Targets {
-			wg.Add(1)
-			go func(job, t string) {
-				defer wg.Done()
-				url := "http://" + t + "/metrics"
-				health, lastErr := "up", ""
-				if err := probe(url); err != nil {
-					health, lastErr = "down", err.Error()
-				}
-				mu.Lock()
-				active = append(active, map[string]any{"labels": map[string]string{"job": job, "instance": t},
-					"scrapePool": job, "scrapeUrl": url, "health": health, "lastError": lastErr})
-				mu.Unlock()
-			}(g.Labels["job"], t)
-		}
-	}
-	wg.Wait()
-	writeAny(w, map[string]any{"status": "success", "data": map[string]any{"activeTargets": active}})
 }
 
 var (

@@ -140,7 +140,9 @@ func runHead(cmd string) {
 	go func() {
 		for {
 			writeServiceDiscovery(list())
-			time.Sleep(time.Second)
+			// Ray's PrometheusServiceDiscoveryWriter flushes every 5 s: a
+			// node that just joined is listed up to 5 s later.
+			time.Sleep(5 * time.Second)
 		}
 	}()
 
