@@ -88,20 +88,6 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(madmin.UserInfo{PolicyName: strings.Join(u.policies, ","), Status: madmin.AccountEnabled})
-	case op == "idp/builtin/policy/detach" && r.Method == http.MethodPost:
-		var req madmin.PolicyAssociationReq
-		if !decrypt(&req) {
-			return
-		}
-		u, ok := d.user(w, req.User)
-		if !ok {
-			return
-		}
-		u.policies = slices.DeleteFunc(u.policies, func(p string) bool { return slices.Contains(req.Policies, p) })
-		d.writes++
-		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesDetached: req.Policies, UpdatedAt: time.Now()})
-		enc, _ := madmin.EncryptData(SecretKey, b)
-		_, _ = w.Write(enc)
 	case op == "add-canned-policy" && r.Method == http.MethodPut:
 		var p struct {
 			Statement []struct {
@@ -140,13 +126,19 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 			d.users[k] = &user{secret: req.SecretKey}
 		}
 		d.writes++
-	case op == "idp/builtin/policy/attach" && r.Method == http.MethodPost:
+	case (op == "idp/builtin/policy/attach" || op == "idp/builtin/policy/detach") && r.Method == http.MethodPost:
 		var req madmin.PolicyAssociationReq
 		if !decrypt(&req) {
 			return
 		}
 		u, ok := d.user(w, req.User)
 		if !ok {
+			return
+		}
+		if strings.HasSuffix(op, "/detach") {
+			u.policies = slices.DeleteFunc(u.policies, func(p string) bool { return slices.Contains(req.Policies, p) })
+			d.writes++
+			writeEncrypted(w, madmin.PolicyAssociationResp{PoliciesDetached: req.Policies, UpdatedAt: time.Now()})
 			return
 		}
 		var added []string
@@ -165,16 +157,22 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		u.policies = append(u.policies, added...)
 		d.writes++
-		b, _ := json.Marshal(madmin.PolicyAssociationResp{PoliciesAttached: added, UpdatedAt: time.Now()})
-		enc, err := madmin.EncryptData(SecretKey, b)
-		if err != nil {
-			adminError(w, http.StatusInternalServerError, "InternalError", err.Error())
-			return
-		}
-		_, _ = w.Write(enc)
+		writeEncrypted(w, madmin.PolicyAssociationResp{PoliciesAttached: added, UpdatedAt: time.Now()})
 	default:
 		adminError(w, http.StatusBadRequest, "XMinioAdminUnsupported", "the double does not answer "+r.Method+" "+r.URL.Path)
 	}
+}
+
+// writeEncrypted answers v as MinIO answers policy changes: JSON encrypted
+// with the root secret.
+func writeEncrypted(w http.ResponseWriter, v any) {
+	b, _ := json.Marshal(v)
+	enc, err := madmin.EncryptData(SecretKey, b)
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, "InternalError", err.Error())
+		return
+	}
+	_, _ = w.Write(enc)
 }
 
 // reverseArrays reverses every array in a JSON value.
