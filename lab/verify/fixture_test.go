@@ -93,7 +93,8 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, eng: fake.New(), grafanaDB: "ok", jupyterCode: 200}
 	// The doubles here answer at once: a check waiting for Prometheus to
 	// catch up need not wait a real scrape interval to fail.
-	defer func(d time.Duration) { t.Cleanup(func() { firstScrapeWait = d }) }(firstScrapeWait)
+	prev := firstScrapeWait
+	t.Cleanup(func() { firstScrapeWait = prev })
 	firstScrapeWait = 1500 * time.Millisecond
 	g0 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 0, UUID: uuidA, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:17:00.0"}
 	g1 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 1, UUID: uuidB, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:65:00.0"}
