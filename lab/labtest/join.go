@@ -2,7 +2,6 @@ package labtest
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -28,31 +27,34 @@ func NodeIP(t testing.TB) string {
 }
 
 // FreeRayPortBase finds a Ray port base whose first slots' ports are all
-// free on ip right now.
+// free on ip right now, each slot's block reserved for the test.
 func FreeRayPortBase(t testing.TB, ip string, slots int) int {
 	t.Helper()
-	for base := 20000; base+1000*slots <= 32000; base += 1000 {
-		free := true
-		for s := 0; s < slots && free; s++ {
-			p := lab.NodePorts(base, s)
-			for _, port := range []int{p.NodeManager, p.ObjectManager, p.AgentGRPC, p.AgentHTTP, p.RuntimeEnvAgent, p.Metrics, p.ClientServer, p.MinWorker, p.MaxWorker} {
-				if port == 0 {
-					continue
-				}
-				l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-				if err != nil {
-					free = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if free {
+	for base := rayBaseLow; base+rayBlock*slots <= rayBaseHigh; base += rayBlock {
+		if rayBlockFree(t, ip, base, slots) {
 			return base
 		}
 	}
-	t.Fatal("no free block of Ray ports between 20000 and 32000")
+	t.Fatalf("no free block of Ray ports between %d and %d", rayBaseLow, rayBaseHigh)
 	return 0
+}
+
+// rayBlockFree reserves slots' blocks from base on and checks their ports;
+// a block reserved before a later one proved taken stays reserved until the
+// test ends, harmlessly.
+func rayBlockFree(t testing.TB, ip string, base, slots int) bool {
+	for s := 0; s < slots; s++ {
+		if !reserve(t, "ray-"+strconv.Itoa(base+rayBlock*s)) {
+			return false
+		}
+		p := lab.NodePorts(base, s)
+		for _, port := range []int{p.NodeManager, p.ObjectManager, p.AgentGRPC, p.AgentHTTP, p.RuntimeEnvAgent, p.Metrics, p.ClientServer, p.MinWorker, p.MaxWorker} {
+			if port != 0 && !portFree(ip, port) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // JoinableOptions are LabOptions for a lab that accepts other hosts: Ray on

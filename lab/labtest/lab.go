@@ -2,7 +2,6 @@ package labtest
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,25 +12,6 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/lab"
 )
-
-// FreePorts returns n distinct TCP ports free on 127.0.0.1 right now.
-func FreePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
 
 // RehearsalFacts are a GPU-less host's facts: the lab plans a CPU rehearsal.
 func RehearsalFacts() host.Facts {
