@@ -3,7 +3,6 @@ package labtest
 import (
 	"context"
 	"os/exec"
-	"strconv"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
@@ -26,37 +25,6 @@ func NodeIP(t testing.TB) string {
 	return ip
 }
 
-// FreeRayPortBase finds a Ray port base whose first slots' ports are all
-// free on ip right now, each slot's block reserved for the test.
-func FreeRayPortBase(t testing.TB, ip string, slots int) int {
-	t.Helper()
-	for base := rayBaseLow; base+rayBlock*slots <= rayBaseHigh; base += rayBlock {
-		if rayBlockFree(t, ip, base, slots) {
-			return base
-		}
-	}
-	t.Fatalf("no free block of Ray ports between %d and %d", rayBaseLow, rayBaseHigh)
-	return 0
-}
-
-// rayBlockFree reserves slots' blocks from base on and checks their ports;
-// a block reserved before a later one proved taken stays reserved until the
-// test ends, harmlessly.
-func rayBlockFree(t testing.TB, ip string, base, slots int) bool {
-	for s := 0; s < slots; s++ {
-		if !reserve(t, "ray-"+strconv.Itoa(base+rayBlock*s)) {
-			return false
-		}
-		p := lab.NodePorts(base, s)
-		for _, port := range []int{p.NodeManager, p.ObjectManager, p.AgentGRPC, p.AgentHTTP, p.RuntimeEnvAgent, p.Metrics, p.ClientServer, p.MinWorker, p.MaxWorker} {
-			if port != 0 && !portFree(ip, port) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // JoinableOptions are LabOptions for a lab that accepts other hosts: Ray on
 // this machine's network at nodeIP, its ports free.
 func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, workers int) lab.Options {
@@ -64,7 +32,7 @@ func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, wor
 	o := LabOptions(t, eng, prefix)
 	o.AllowJoin, o.Bind, o.Workers = true, nodeIP, workers
 	o.Ports[lab.PortGCS] = FreePorts(t, 1)[0]
-	o.RayPortBase = FreeRayPortBase(t, nodeIP, workers+1)
+	o.RayPortBase = FreeRayPortBase(t, workers+1)
 	return o
 }
 
