@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,12 +16,19 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
-func TestOverrideIsMerged(t *testing.T) {
-	c := caseNamed("nvidia-2gpu")
-	plan, dir := writeCase(t, c)
-	override := "services:\n  jupyter:\n    environment:\n      EXTRA: \"yes\"\n"
+// loadWithOverride renders the two-GPU NVIDIA case, puts override beside
+// it as the user's compose.override.yaml and loads the pair.
+func loadWithOverride(t *testing.T, override string) (Plan, string, *types.Project, error) {
+	t.Helper()
+	plan, dir := writeCase(t, caseNamed("nvidia-2gpu"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte(override), 0o644))
 	proj, err := compose.Load(context.Background(), dir)
+	return plan, dir, proj, err
+}
+
+func TestOverrideIsMerged(t *testing.T) {
+	override := "services:\n  jupyter:\n    environment:\n      EXTRA: \"yes\"\n"
+	plan, dir, proj, err := loadWithOverride(t, override)
 	require.NoError(t, err)
 	j, _ := proj.GetService(JupyterService)
 	assert.Equal(t, "yes", *j.Environment["EXTRA"])
@@ -35,21 +43,14 @@ func TestOverrideIsMerged(t *testing.T) {
 }
 
 func TestOverrideWithPortClashIsRefused(t *testing.T) {
-	c := caseNamed("nvidia-2gpu")
-	_, dir := writeCase(t, c)
-	override := "services:\n  jupyter:\n    ports:\n      - \"3000:9999\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte(override), 0o644))
-	_, err := compose.Load(context.Background(), dir)
+	_, _, _, err := loadWithOverride(t, "services:\n  jupyter:\n    ports:\n      - \"3000:9999\"\n")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "services grafana and jupyter both publish host port 3000/tcp")
 	assert.Contains(t, clierr.Hint(err), "--port")
 }
 
 func TestInvalidOverrideNamesTheFile(t *testing.T) {
-	c := caseNamed("nvidia-2gpu")
-	_, dir := writeCase(t, c)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, compose.OverrideFile), []byte("services:\n  jupyter:\n    shm_size: [oops]\n"), 0o644))
-	_, err := compose.Load(context.Background(), dir)
+	_, _, _, err := loadWithOverride(t, "services:\n  jupyter:\n    shm_size: [oops]\n")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), compose.OverrideFile)
 	assert.Contains(t, clierr.Hint(err), compose.OverrideFile)
