@@ -26,7 +26,7 @@ import (
 func BenchmarkVerifyStandinLab(b *testing.B) {
 	s := upStandinLab(b)
 	s.writeManifest(b)
-	for _, n := range exercise.Names {
+	for _, n := range exercise.Names() {
 		if err := exercise.SaveRecord(s.stateDir, exercise.Record{Exercise: n, OK: true,
 			Jobs: []exercise.JobRun{{SubmissionID: "mltrain-" + n + "-1"}}}); err != nil {
 			b.Fatal(err)
