@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,11 +62,16 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 				_, err := fmt.Fprint(a.out, a.next(exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress)))))
 				return err
 			}
-			if _, ok := exercise.Lookup(name); !ok && name != labAll {
+			ex, ok := exercise.Lookup(name)
+			if !ok && name != labAll {
 				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
 					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitNotBuilt)
 			}
-			env, closeEnv, err := a.labEnv(cmd.Context(), c, name == "fault" || name == labAll)
+			needEngine := ex.NeedsEngine
+			if name == labAll {
+				needEngine = slices.ContainsFunc(exercise.Exercises(), func(e exercise.Exercise) bool { return e.NeedsEngine })
+			}
+			env, closeEnv, err := a.labEnv(cmd.Context(), c, needEngine)
 			if err != nil {
 				return err
 			}

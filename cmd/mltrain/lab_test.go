@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab"
@@ -120,4 +123,31 @@ func TestLabSubmitEndToEnd(t *testing.T) {
 	_, _, code = run(t, "--state-dir", state, "lab", "submit", "--poll", "1ms", "--ray-token", "tok")
 	assert.Equal(t, 0, code)
 	assert.Len(t, srv.JobIDs(), 2, "the rejected run submitted nothing")
+}
+
+// The engine is required where an exercise of the registry needs it (fault,
+// and so all); the others run without it.
+func TestLabNeedsTheEngineWhereTheRegistrySays(t *testing.T) {
+	srv := raytest.New(t)
+	t.Setenv("RAY_ADDRESS", srv.URL)
+	t.Setenv("MLTRAIN_STATE_DIR", t.TempDir())
+	noEngine := errors.New("docker engine at unix:///var/run/docker.sock is not reachable")
+	runLab := func(args ...string) error {
+		var out bytes.Buffer
+		a := newApp(&out, &out)
+		a.connect = func(context.Context) (docker.Engine, error) { return nil, noEngine }
+		root := a.root()
+		root.SetArgs(append([]string{"lab", "--workspace", t.TempDir()}, args...))
+		return root.ExecuteContext(context.Background())
+	}
+	for _, ex := range exercise.Exercises() {
+		err := runLab(ex.Name)
+		require.Error(t, err, ex.Name)
+		if ex.NeedsEngine {
+			assert.ErrorIs(t, err, noEngine, ex.Name)
+		} else {
+			assert.Contains(t, err.Error(), "no train.py", "%s runs without the engine", ex.Name)
+		}
+	}
+	assert.ErrorIs(t, runLab("all"), noEngine)
 }

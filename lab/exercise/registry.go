@@ -14,8 +14,11 @@ type Exercise struct {
 	// Proves is what a record that Judge accepts shows, in a few words (the
 	// title of verify's check).
 	Proves string
-	run    func(context.Context, *runner) error
-	judge  func(Record) []string
+	// NeedsEngine: the exercise works the lab's containers through the
+	// Docker engine (fault stops a worker); the others only talk to Ray.
+	NeedsEngine bool
+	run         func(context.Context, *runner) error
+	judge       func(Record) []string
 }
 
 // Judge is the verdict on an exercise's record: the ways what was observed
@@ -83,8 +86,9 @@ var registry = []Exercise{
 				"MinIO console: bucket ray, the run's checkpoint_* folders"},
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: mltrain worker stop N; afterwards: mltrain worker start N",
 		},
-		Proves: "training resumed from a registered MinIO checkpoint after a worker stop",
-		run:    runFault, judge: judgeFault,
+		Proves:      "training resumed from a registered MinIO checkpoint after a worker stop",
+		NeedsEngine: true,
+		run:         runFault, judge: judgeFault,
 	},
 	{
 		Spec: Spec{
