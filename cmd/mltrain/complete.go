@@ -12,6 +12,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -33,6 +34,20 @@ func completeOnly(_ *cobra.Command, _ []string, toComplete string) ([]string, co
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// completeExercise completes `lab`'s argument: the registry's exercises
+// with their titles, then all and guide.
+func completeExercise(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, ex := range exercise.Exercises() {
+		out = append(out, ex.Name+"\t"+ex.Title)
+	}
+	out = append(out, labAll+"\tevery exercise in order", labGuide+"\tprint the whole guided lab")
+	return withPrefix(out, toComplete), cobra.ShellCompDirectiveNoFileComp
 }
 
 // cutLast splits s at its last sep: what is before it ("" when none).

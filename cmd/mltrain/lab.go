@@ -18,6 +18,12 @@ import (
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
+// The lab command's arguments besides the exercises.
+const (
+	labAll   = "all"
+	labGuide = "guide"
+)
+
 // labConn is where the exercises find Ray and MinIO: flags, then Ray's and
 // AWS's own environment variables, then the lab's state dir.
 type labConn struct {
@@ -31,43 +37,48 @@ type labConn struct {
 func (a *app) labCmd() *cobra.Command {
 	var o exercise.Options
 	var c labConn
-	names := append(append([]string(nil), exercise.Names...), "all", "guide")
+	names := append(exercise.Names(), labAll, labGuide)
 	cmd := &cobra.Command{
 		Use:   "lab EXERCISE",
 		Short: "Run a scripted lab exercise and report what happened",
 		Long: `Run one of the lab's exercises against the Ray cluster, tell what to look at in the
 dashboard, measure what happened, and exit 0 only when the cluster behaved as the lesson says.
 
-Exercises: ` + strings.Join(exercise.Names, ", ") + `
+Exercises: ` + strings.Join(exercise.Names(), ", ") + `
   all     every exercise in order (use --quick for an instructor's rehearsal)
   guide   print the whole guided lab
 
 Ray is found through --ray-address/--ray-token, else RAY_ADDRESS/RAY_AUTH_TOKEN, else the
 lab's state directory. MinIO (fault) through --minio-endpoint or AWS_ENDPOINT_URL, with
 AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: names,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeExercise,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if name == "guide" {
+			if name == labGuide {
 				if a.json {
-					return printJSON(a.out, exercise.Specs)
+					return printJSON(a.out, exercise.Specs())
 				}
 				_, err := fmt.Fprint(a.out, a.next(exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress)))))
 				return err
 			}
-			if name != "all" && !slices.Contains(exercise.Names, name) {
+			ex, ok := exercise.Lookup(name)
+			if !ok && name != labAll {
 				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
 					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitNotBuilt)
 			}
-			env, closeEnv, err := a.labEnv(cmd.Context(), c, name == "fault" || name == "all")
+			needEngine := ex.NeedsEngine
+			if name == labAll {
+				needEngine = slices.ContainsFunc(exercise.Exercises(), func(e exercise.Exercise) bool { return e.NeedsEngine })
+			}
+			env, closeEnv, err := a.labEnv(cmd.Context(), c, needEngine)
 			if err != nil {
 				return err
 			}
 			defer closeEnv()
 			rep, done := a.reporter()
 			env.Reporter = rep
-			if name == "all" {
+			if name == labAll {
 				recs, err := exercise.All(cmd.Context(), env, o)
 				done()
 				return a.printRecords(recs, err)

@@ -1,30 +1,85 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/verify"
 )
 
-func TestLabGuide(t *testing.T) {
-	out, _, code := run(t, "lab", "guide")
-	assert.Equal(t, 0, code)
-	for _, n := range exercise.Names {
-		assert.Contains(t, out, "mltrain lab "+n)
+// Every consumer of the exercises enumerates the one registry, in its
+// order: shell completion, the help, the guide (text and --json), `lab all`
+// and verify's checks. An exercise added to one of them alone fails here.
+func TestEveryConsumerEnumeratesTheExerciseRegistry(t *testing.T) {
+	want := exercise.Names()
+	require.Len(t, want, 6)
+
+	got, dir := complete(t, nil, "lab", "")
+	assert.Equal(t, append(slices.Clone(want), "all", "guide"), got, "completion")
+	assert.Equal(t, ":4", dir, "no file names")
+	got, _ = complete(t, nil, "lab", "submit", "")
+	assert.Empty(t, got, "lab takes one exercise")
+
+	out, _, code := run(t, "lab", "--help")
+	require.Equal(t, 0, code)
+	m := regexp.MustCompile(`(?m)^Exercises: (.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	assert.Equal(t, want, strings.Split(m[1], ", "), "help")
+
+	out, _, code = run(t, "lab", "guide")
+	require.Equal(t, 0, code)
+	got = nil
+	for _, m := range regexp.MustCompile(`\(mltrain lab (\w+)\)`).FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1])
 	}
+	assert.Equal(t, want, got, "guide")
+	assert.Contains(t, out, "The mltrain Ray lab: six exercises.")
+
 	out, _, code = run(t, "lab", "guide", "--json")
-	assert.Equal(t, 0, code)
+	require.Equal(t, 0, code)
 	var specs []exercise.Spec
 	require.NoError(t, json.Unmarshal([]byte(out), &specs))
-	assert.Len(t, specs, len(exercise.Names))
+	got = nil
+	for _, s := range specs {
+		got = append(got, s.Name)
+	}
+	assert.Equal(t, want, got, "guide --json")
+
+	// lab all: every exercise runs (here each stops at the workspace, which
+	// has no train.py) and leaves its record.
+	srv := raytest.New(t)
+	rc, err := ray.New(ray.Options{Address: srv.URL})
+	require.NoError(t, err)
+	recs, err := exercise.All(context.Background(), exercise.Env{Ray: rc, Workspace: t.TempDir()}, exercise.Options{})
+	require.Error(t, err)
+	got = nil
+	for _, r := range recs {
+		got = append(got, r.Exercise)
+	}
+	assert.Equal(t, want, got, "lab all")
+
+	rep := verify.Run(context.Background(), verify.Deps{Records: func() (map[string]exercise.Record, error) { return nil, nil }},
+		verify.Options{Only: []string{verify.GroupExercises}})
+	got = nil
+	for _, c := range rep.Checks {
+		got = append(got, strings.TrimPrefix(c.ID, verify.GroupExercises+"."))
+	}
+	assert.Equal(t, want, got, "verify")
 }
 
 func TestLabUnknownExercise(t *testing.T) {
@@ -68,4 +123,31 @@ func TestLabSubmitEndToEnd(t *testing.T) {
 	_, _, code = run(t, "--state-dir", state, "lab", "submit", "--poll", "1ms", "--ray-token", "tok")
 	assert.Equal(t, 0, code)
 	assert.Len(t, srv.JobIDs(), 2, "the rejected run submitted nothing")
+}
+
+// The engine is required where an exercise of the registry needs it (fault,
+// and so all); the others run without it.
+func TestLabNeedsTheEngineWhereTheRegistrySays(t *testing.T) {
+	srv := raytest.New(t)
+	t.Setenv("RAY_ADDRESS", srv.URL)
+	t.Setenv("MLTRAIN_STATE_DIR", t.TempDir())
+	noEngine := errors.New("docker engine at unix:///var/run/docker.sock is not reachable")
+	runLab := func(args ...string) error {
+		var out bytes.Buffer
+		a := newApp(&out, &out)
+		a.connect = func(context.Context) (docker.Engine, error) { return nil, noEngine }
+		root := a.root()
+		root.SetArgs(append([]string{"lab", "--workspace", t.TempDir()}, args...))
+		return root.ExecuteContext(context.Background())
+	}
+	for _, ex := range exercise.Exercises() {
+		err := runLab(ex.Name)
+		require.Error(t, err, ex.Name)
+		if ex.NeedsEngine {
+			assert.ErrorIs(t, err, noEngine, ex.Name)
+		} else {
+			assert.Contains(t, err.Error(), "no train.py", "%s runs without the engine", ex.Name)
+		}
+	}
+	assert.ErrorIs(t, runLab("all"), noEngine)
 }

@@ -82,19 +82,14 @@ func (o Options) withDefaults() Options {
 // did not behave as the lesson expects.
 var ErrNotObserved = errors.New("expected behaviour not observed")
 
-// Names are the exercises in the order of the lab.
-var Names = []string{"submit", "infeasible", "multi", "fractional", "fault", "tune"}
-
 // Run runs one exercise by name and saves its record (when it got far enough
-// to have one). The error is non-nil unless the expected behaviour was seen.
+// to have one). The error is non-nil unless the expected behaviour was seen:
+// the run went through and the exercise's Judge found nothing wanting.
 func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
-	fn, ok := map[string]func(context.Context, *runner) error{
-		"submit": runSubmit, "infeasible": runInfeasible, "multi": runMulti,
-		"fractional": runFractional, "fault": runFault, "tune": runTune,
-	}[name]
+	ex, ok := Lookup(name)
 	if !ok {
 		return Record{}, clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
-			"unknown exercise %q (exercises: %s, all, guide)", name, strings.Join(Names, ", ")), clierr.ExitNotBuilt)
+			"unknown exercise %q (exercises: %s, all, guide)", name, strings.Join(Names(), ", ")), clierr.ExitNotBuilt)
 	}
 	if env.Ray == nil {
 		return Record{}, clierr.Hintf("set RAY_ADDRESS or run 'mltrain up'", "exercise %s: no Ray dashboard to talk to", name)
@@ -105,15 +100,20 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 	if env.Bucket == "" {
 		env.Bucket = store.DefaultBucket
 	}
-	r := &runner{env: env, o: o.withDefaults(), rec: Record{Exercise: name, Quick: o.Quick, RayAddress: env.Ray.Address()}}
-	spec := SpecOf(name)
-	r.rec.Expected = spec.Expected
+	r := &runner{env: env, o: o.withDefaults(), ex: ex, rec: Record{Exercise: name, Quick: o.Quick, RayAddress: env.Ray.Address()}}
+	r.rec.Expected = ex.Expected
 	r.rec.Started = env.Now()
 	step := "lab " + name
-	progress.Begin(env.Reporter, step, spec.Title)
+	progress.Begin(env.Reporter, step, ex.Title)
 	err := r.start(ctx)
 	if err == nil {
-		err = fn(ctx, r)
+		err = ex.run(ctx, r)
+	}
+	if err == nil {
+		r.rec.Problems = append(r.rec.Problems, ex.Judge(r.rec)...)
+		if len(r.rec.Problems) > 0 {
+			err = r.notObserved()
+		}
 	}
 	r.rec.Finished = env.Now()
 	if err != nil {
@@ -137,7 +137,8 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 func All(ctx context.Context, env Env, o Options) ([]Record, error) {
 	var recs []Record
 	var failed []string
-	for _, n := range Names {
+	names := Names()
+	for _, n := range names {
 		rec, err := Run(ctx, env, n, o)
 		recs = append(recs, rec)
 		if err != nil {
@@ -149,7 +150,7 @@ func All(ctx context.Context, env Env, o Options) ([]Record, error) {
 	}
 	if len(failed) > 0 {
 		return recs, clierr.Hintf("run the failed exercises one by one: mltrain lab "+failed[0],
-			"%d of %d exercises did not behave as expected: %s: %w", len(failed), len(Names), strings.Join(failed, ", "), ErrNotObserved)
+			"%d of %d exercises did not behave as expected: %s: %w", len(failed), len(names), strings.Join(failed, ", "), ErrNotObserved)
 	}
 	return recs, nil
 }

@@ -344,18 +344,6 @@ func TestParseLog(t *testing.T) {
 	assert.False(t, none.Succeeded())
 }
 
-func TestGuideAndText(t *testing.T) {
-	g := exercise.Guide("http://h:8265")
-	for _, n := range exercise.Names {
-		assert.Contains(t, g, "mltrain lab "+n)
-	}
-	rec := exercise.Record{Exercise: "submit", OK: false, Problems: []string{"p1"}, Numbers: []exercise.Number{{Name: "job duration", Value: 12, Unit: "s"}}}
-	txt := rec.Text()
-	assert.Contains(t, txt, "NOT OBSERVED")
-	assert.Contains(t, txt, "job duration")
-	assert.Contains(t, txt, "problem: p1")
-}
-
 func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
 	dir := lab.StateDir(t.TempDir())
 	require.NoError(t, exercise.SaveRecord(dir, exercise.Record{Exercise: "tune", OK: true}))

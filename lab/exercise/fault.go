@@ -57,13 +57,12 @@ func runFault(ctx context.Context, r *runner) error {
 		return err
 	}
 	startAgain()
-	if err := f.judgeResume(ctx, resume, events); err != nil {
+	if err := f.observeResume(ctx, resume, events); err != nil {
 		return err
 	}
 	if _, err := r.wait(ctx, i); err != nil {
 		return err
 	}
-	r.checkFinished(i)
 	return f.conclude(ctx)
 }
 

@@ -3,7 +3,6 @@ package exercise
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,16 +46,19 @@ func TestJudgeResumeFromAnOlderCheckpoint(t *testing.T) {
 	for e := 0; e < 2; e++ {
 		s3.Put("ray", fmt.Sprintf("run/checkpoint_epoch_%06d/checkpoint.ckpt", e), 10, time.Now())
 	}
-	r := &runner{env: Env{Store: s3.Client(t, storetest.AccessKey), Now: time.Now, Bucket: "ray"}, rec: Record{Exercise: "fault"}}
+	r := &runner{env: Env{Store: s3.Client(t, storetest.AccessKey), Now: time.Now, Bucket: "ray"},
+		rec: Record{Exercise: "fault", Jobs: []JobRun{{SubmissionID: "run", Status: "SUCCEEDED", Result: &Result{}}}}}
 	f := &faultRun{r: r, bucket: "ray", prefix: "run/", obs: &FaultObs{Run: "run", TrainingNodeIP: "10.0.0.4",
-		StoppedContainer: "ray-worker-1", LatestAtStop: "run/checkpoint_epoch_000001"}}
+		StoppedContainer: "ray-worker-1", LatestAtStop: "run/checkpoint_epoch_000001", RegisteredAtStop: true}}
 	resume := `MLTRAIN_EVENT {"event":"resume","time":200,"mode":"ray","rank":0,"checkpoint":"ray/run/checkpoint_epoch_000000","epoch":1,"node_ip":"10.0.0.3"}` + "\n"
 	events, _ := ParseLog(ckptEvent(0, true) + ckptEvent(1, true) + resume)
 	res := EventsOf(events, "resume")[0]
-	require.NoError(t, f.judgeResume(context.Background(), res, events))
-	problems := strings.Join(r.rec.Problems, "\n")
-	assert.Contains(t, problems, "resumed from run/checkpoint_epoch_000000, older than run/checkpoint_epoch_000001")
-	assert.Contains(t, problems, "says run/checkpoint_epoch_000000 holds epoch 1; train.py reported it for epoch 0")
+	require.NoError(t, f.observeResume(context.Background(), res, events))
+	assert.Equal(t, []string{"the restarted worker says run/checkpoint_epoch_000000 holds epoch 1; train.py reported it for epoch 0"}, r.rec.Problems,
+		"the log's epochs are the run's to compare; the rest is the judge's")
+	r.rec.Fault = f.obs
+	assert.Equal(t, []string{"training resumed from run/checkpoint_epoch_000000, older than run/checkpoint_epoch_000001, which Ray Train had registered before ray-worker-1 was stopped"},
+		judgeFault(r.rec))
 	assert.True(t, f.obs.ResumedFromReported)
 	assert.False(t, f.obs.ResumedFromLatest)
 	assert.True(t, f.obs.CheckpointInMinIO)

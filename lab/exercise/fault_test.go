@@ -224,6 +224,12 @@ func TestFaultResumeFromAnUnreportedCheckpointIsNotObserved(t *testing.T) {
 	problems := strings.Join(rec.Problems, "\n")
 	assert.Contains(t, problems, "checkpoint_epoch_000007, which Ray Train never reported")
 	assert.False(t, rec.Fault.CheckpointInMinIO)
+	// The run's verdict is the registry's judge of its record: what
+	// `mltrain verify` reaches later from the same record.
+	fault, _ := exercise.Lookup("fault")
+	judged := fault.Judge(rec)
+	require.Len(t, judged, 2, "never reported, and not in MinIO")
+	assert.Equal(t, judged, rec.Problems)
 	assert.True(t, rec.Fault.Restarted, "the worker is started again even when the lesson failed")
 	assert.Equal(t, []string{"ray-worker-1"}, eng.CallsOf("start"))
 }

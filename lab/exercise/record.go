@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
@@ -24,6 +27,30 @@ type JobRun struct {
 	Containers   []string      `json:"containers,omitempty"` // the worker containers of those nodes
 	Result       *Result       `json:"result,omitempty"`
 	URL          string        `json:"url,omitempty"`
+}
+
+// Where says where the job's training ran, for sentences: its worker
+// containers when known, else its nodes' addresses.
+func (j JobRun) Where() string {
+	switch {
+	case len(j.Containers) > 0:
+		return strings.Join(j.Containers, " and ")
+	case len(j.NodeIPs) > 0:
+		return "node " + strings.Join(j.NodeIPs, " and ")
+	}
+	return "an unreported node"
+}
+
+func (j JobRun) reported() bool { return len(j.Containers) > 0 || len(j.NodeIPs) > 0 }
+
+// trainingNodes are the distinct nodes the job trained on: by Ray's node id
+// when reported, since the nodes of a lab that spans hosts share their
+// host's address.
+func (j JobRun) trainingNodes() []string {
+	if len(j.NodeIDs) > 0 {
+		return j.NodeIDs
+	}
+	return j.NodeIPs
 }
 
 // Record is what an exercise observed; `mltrain verify` reads it back.
@@ -47,6 +74,15 @@ type Record struct {
 	Fractional *FractionalObs `json:"fractional,omitempty"`
 	Fault      *FaultObs      `json:"fault,omitempty"`
 	Tune       *TuneObs       `json:"tune,omitempty"`
+}
+
+// LastJob is the job the exercise submitted last (the one it is about,
+// but for fractional's baseline).
+func (rec Record) LastJob() (JobRun, bool) {
+	if len(rec.Jobs) == 0 {
+		return JobRun{}, false
+	}
+	return rec.Jobs[len(rec.Jobs)-1], true
 }
 
 // Number is one measured value, for the table and --json.
@@ -81,6 +117,19 @@ type FractionalObs struct {
 	SharedNode      string              `json:"shared_node,omitempty"`
 }
 
+// ByNode says how many jobs each node ran, nodes in order.
+func (o FractionalObs) ByNode() string {
+	keys := slices.Sorted(maps.Keys(o.JobsByNode))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ran %d", k, len(o.JobsByNode[k]))
+	}
+	if len(parts) == 0 {
+		return "no node reported"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // FaultObs is what the fault exercise saw. Checkpoints are bucket-relative
 // paths, "<run>/checkpoint_epoch_000003".
 type FaultObs struct {
@@ -112,6 +161,14 @@ type FaultObs struct {
 	Checkpoints       []string `json:"checkpoints"`
 	Restarted         bool     `json:"worker_restarted"`
 	RestartError      string   `json:"restart_error,omitempty"`
+}
+
+// ResumedOn is where training resumed: the container when known.
+func (o FaultObs) ResumedOn() string {
+	if o.ResumedContainer != "" {
+		return o.ResumedContainer
+	}
+	return o.ResumedOnNodeIP
 }
 
 // TuneObs is what the tune exercise saw: how many trials ASHA stopped, ran
@@ -156,7 +213,7 @@ func LoadRecord(dir lab.StateDir, name string) (Record, error) {
 // that never ran are missing from the map.
 func LoadRecords(dir lab.StateDir) (map[string]Record, error) {
 	out := map[string]Record{}
-	for _, n := range Names {
+	for _, n := range Names() {
 		rec, err := LoadRecord(dir, n)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 type runner struct {
 	env     Env
 	o       Options
+	ex      Exercise
 	rec     Record
 	runtime map[string]any // prepared once: the package is uploaded once
 	dir     string         // the workspace submitted
@@ -237,65 +237,29 @@ func shellJoin(args []string) string {
 	return strings.Join(out, " ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // look sets the record's "what to look at" lines: the job's page first.
 func (r *runner) look(urls ...string) {
 	r.rec.Look = nil
 	for _, u := range urls {
 		r.rec.Look = append(r.rec.Look, "open "+u)
 	}
-	r.rec.Look = append(r.rec.Look, SpecOf(r.rec.Exercise).Look...)
+	r.rec.Look = append(r.rec.Look, r.ex.Look...)
 	for _, l := range r.rec.Look {
 		progress.Note(r.env.Reporter, l)
 	}
 }
 
-func (r *runner) checkFinished(i int) {
-	jr := r.rec.Jobs[i]
-	if jr.Status != ray.Succeeded {
-		r.problem("job %s ended %s: %s", jr.SubmissionID, jr.Status, jr.Message)
-		return
-	}
-	if jr.Result == nil {
-		r.problem("job %s has no %s line in its log: train.py did not reach its end", jr.SubmissionID, ResultMarker)
-		return
-	}
-	if !jr.Result.Succeeded() {
-		r.problem("job %s: train.py reports failure: %s", jr.SubmissionID, jr.Result.Error)
-	}
-}
-
-func where(jr JobRun) string {
-	if len(jr.Containers) > 0 {
-		return strings.Join(jr.Containers, " and ")
-	}
-	if len(jr.NodeIPs) > 0 {
-		return "node " + strings.Join(jr.NodeIPs, " and ")
-	}
-	return "an unreported node"
-}
-
 // runJob submits one training job with its own run name, points the
-// student at it and the dashboard page, and waits for it to end.
+// student at it and the dashboard page, and waits for it to end (the
+// judge tells whether it ended well).
 func (r *runner) runJob(ctx context.Context, args []string, page string) (int, error) {
 	i, err := r.submit(ctx, jobSpec{args: args, runName: true})
 	if err != nil {
 		return 0, err
 	}
 	r.look(r.rec.Jobs[i].URL, r.dashboard(page))
-	if _, err := r.wait(ctx, i); err != nil {
-		return i, err
-	}
-	r.checkFinished(i)
-	return i, nil
+	_, err = r.wait(ctx, i)
+	return i, err
 }
 
 // poll reads job i's log every Poll until cond holds; a job that ends first

@@ -69,7 +69,7 @@ func TestTuneWithNoASHAStopIsNotObserved(t *testing.T) {
 	rec, err := runTune(t, 8, raytest.TuneResult(2, all))
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	problems := strings.Join(rec.Problems, " ")
-	assert.Contains(t, problems, "ASHA stopped no trial")
+	assert.Contains(t, problems, "ASHA stopped none of the 8 trials")
 	assert.Contains(t, problems, "5 ended by the script", "says where the short trials went")
 }
 

@@ -78,7 +78,7 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	require.NoError(t, exercise.SaveRecord(s.stateDir, exercise.Record{Exercise: "submit", OK: true,
-		Jobs: []exercise.JobRun{{SubmissionID: "mltrain-submit-1", Status: "SUCCEEDED"}}}))
+		Jobs: []exercise.JobRun{{SubmissionID: "mltrain-submit-1", Status: "SUCCEEDED", Result: &exercise.Result{Mode: "plain"}}}}))
 
 	// Containers report healthy after their first healthcheck (5 s after
 	// start), Prometheus sees the workers once the head has written them into

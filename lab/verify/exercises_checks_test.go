@@ -45,7 +45,7 @@ func TestExerciseChecks(t *testing.T) {
 			evidence: "found resources for it after all"},
 		{name: "infeasible without demand", id: "exercises.infeasible", break_: func(f *fixture) {
 			setRec(f, "infeasible", func(r *exercise.Record) { r.Infeasible.Demand = nil })
-		}, evidence: "never listed its {'GPU': 2.0} demand"},
+		}, evidence: "did not list job inf-1's {'GPU': 2.0} demand"},
 		{name: "infeasible left pending", id: "exercises.infeasible", break_: func(f *fixture) {
 			setRec(f, "infeasible", func(r *exercise.Record) { r.Infeasible.StayedPending = false })
 		}, evidence: "left PENDING after 30s"},
@@ -66,7 +66,7 @@ func TestExerciseChecks(t *testing.T) {
 		}, evidence: "ray-worker-0 was stopped before Ray Train had registered a checkpoint"},
 		{name: "fault resumed from an unreported checkpoint", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) { r.Fault.ResumedFromReported = false })
-		}, evidence: "not one Ray Train had reported registered"},
+		}, evidence: "which Ray Train never reported registered"},
 		{name: "fault resumed from an older checkpoint", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) {
 				r.Fault.ResumedFrom, r.Fault.ResumedFromLatest = "fault-run/checkpoint_epoch_000000", false
@@ -74,7 +74,7 @@ func TestExerciseChecks(t *testing.T) {
 		}, evidence: "older than fault-run/checkpoint_epoch_000001"},
 		{name: "fault checkpoint never in minio", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) { r.Fault.CheckpointInMinIO = false })
-		}, evidence: "MinIO did not list it when training resumed"},
+		}, evidence: "MinIO listed neither at the stop nor when training resumed"},
 		{name: "fault run has no checkpoint in minio now", id: "exercises.fault", break_: func(f *fixture) {
 			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000008/checkpoint.ckpt")
 			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000009/checkpoint.ckpt")

@@ -228,12 +228,13 @@ func job(id string, st ray.JobStatus, start time.Time, secs int) ray.Job {
 // records are six successful exercises and the Ray jobs they ran.
 func records() (map[string]exercise.Record, []ray.Job) {
 	t0 := time.Now().Add(-time.Hour)
+	ok := true
 	jr := func(id string, ips ...string) exercise.JobRun {
-		return exercise.JobRun{SubmissionID: id, Status: ray.Succeeded, NodeIPs: ips}
+		return exercise.JobRun{SubmissionID: id, Status: ray.Succeeded, NodeIPs: ips, Result: &exercise.Result{Mode: "ray", OK: &ok}}
 	}
 	recs := map[string]exercise.Record{
 		"submit": {Exercise: "submit", OK: true, Jobs: []exercise.JobRun{jr("sub-1", w0IP)}},
-		"infeasible": {Exercise: "infeasible", OK: true, Jobs: []exercise.JobRun{jr("inf-1")},
+		"infeasible": {Exercise: "infeasible", OK: true, Jobs: []exercise.JobRun{{SubmissionID: "inf-1", Status: ray.Stopped}},
 			Infeasible: &exercise.InfeasibleObs{PendingSeconds: 30, StayedPending: true, MaxGPUsPerNode: 1, AliveNodes: 3,
 				JobMessage: "Job has not started yet.", Demand: &ray.Demand{Line: " {'GPU': 2.0, 'CPU': 8.0}: 1+ pending tasks/actors"}}},
 		"multi": {Exercise: "multi", OK: true, Jobs: []exercise.JobRun{jr("multi-1", w0IP, w1IP)}},
@@ -248,7 +249,8 @@ func records() (map[string]exercise.Record, []ray.Job) {
 				ResumedFrom: "fault-run/checkpoint_epoch_000001", ResumedOnNodeIP: w1IP, ResumedFromReported: true, ResumedFromLatest: true,
 				ResumedContainer: "ray-worker-1", RecoverySeconds: 21, CheckpointInMinIO: true, Restarted: true}},
 		"tune": {Exercise: "tune", OK: true, Jobs: []exercise.JobRun{jr("tune-1")},
-			Tune: &exercise.TuneObs{Samples: 8, MaxT: 4, EndsKnown: true, StoppedByScheduler: 3, EndedByScript: 2, StoppedEarly: 3, Completed: 3}},
+			Tune: &exercise.TuneObs{Samples: 8, MaxT: 4, EndsKnown: true, StoppedByScheduler: 3, EndedByScript: 2, StoppedEarly: 3, Completed: 3,
+				Best: &exercise.Trial{BatchSize: 32}}},
 	}
 	jobs := []ray.Job{
 		job("sub-1", ray.Succeeded, t0, 40),
