@@ -45,7 +45,7 @@ type JoinRunOptions struct {
 // GPUs. Like up it converges: a second join changes nothing.
 func Join(ctx context.Context, d UpDeps, o JoinRunOptions) (Result, error) {
 	r := &run{deps: d, dir: o.StateDir, images: o.Images, timeout: o.Timeout, stopTimeout: o.StopTimeout,
-		noRollback: o.NoRollback, command: "mltrain join", bundle: o.Bundle,
+		noRollback: o.NoRollback, command: "mltrain join",
 		imageFlags: "give 'mltrain join' a worker image this host already has: --image-worker REF"}
 	return r.execute(ctx, joinSteps(o))
 }

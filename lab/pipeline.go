@@ -60,7 +60,6 @@ type run struct {
 	noRollback  bool
 	command     string // the command the user ran, named in re-run notes
 	imageFlags  string // what replaces images a host cannot get
-	bundle      JoinBundle
 
 	facts   host.Facts
 	plan    Plan
