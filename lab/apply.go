@@ -68,14 +68,12 @@ func (a *applier) apply(ctx context.Context, stop, health time.Duration) (compos
 		return compose.Result{}, fmt.Errorf("before starting the lab's containers: %w", err)
 	}
 	a.left.applying = true
-	res, err := compose.Apply(ctx, a.eng, a.project, compose.ApplyOptions{
+	// A failure is rolled back by the pipeline (run.rollback), as any
+	// later step's is.
+	return compose.Apply(ctx, a.eng, a.project, compose.ApplyOptions{
 		Reporter: a.rep, WorkingDir: a.project.WorkingDir, ConfigFiles: a.project.ComposeFiles,
 		StopTimeout: stop, HealthTimeout: health,
 	})
-	if err != nil {
-		return res, a.fail(ctx, err)
-	}
-	return res, nil
 }
 
 // fail rolls a first apply back and returns err (joined with the

@@ -82,7 +82,7 @@ func (f *fakeLab) deps(rep progress.Reporter) lab.UpDeps {
 	}}
 }
 
-func (f *fakeLab) up() (lab.UpResult, error) {
+func (f *fakeLab) up() (lab.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return lab.Up(ctx, f.deps(nil), f.opts)

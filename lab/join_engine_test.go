@@ -131,12 +131,12 @@ func TestJoinASecondHost(t *testing.T) {
 	require.Len(t, res.Nodes, 1)
 	assert.Equal(t, th.host2.IP, res.Nodes[0].NodeIP, "the node advertises the second host's address")
 	assert.False(t, res.HasData)
-	assert.Equal(t, 1, res.Applied["created"])
+	assert.Len(t, res.Apply.Created, 1)
 
 	// Idempotent.
 	res, err = lab.Join(ctx, th.deps(th.host2.IP), o)
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.Applied["created"]+res.Applied["recreated"]+res.Applied["started"])
+	assert.Empty(t, append(append(res.Apply.Created, res.Apply.Recreated...), res.Apply.Started...))
 
 	// The first host lists the second host's worker; the second host lists
 	// its own worker and the lab it joined.

@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
-	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -37,109 +37,71 @@ type JoinRunOptions struct {
 	RenderOnly bool
 }
 
-// JoinResult is what `mltrain join` prints.
-type JoinResult struct {
-	Plan     Plan           `json:"plan"`
-	Files    []string       `json:"files,omitempty"`
-	Images   images.Result  `json:"images"`
-	Nodes    []ray.Node     `json:"nodes,omitempty"` // this host's nodes, as the head lists them
-	HasData  bool           `json:"dataset_loaded"`
-	StateDir StateDir       `json:"state_dir"`
-	Applied  map[string]int `json:"applied,omitempty"` // created, recreated, started, unchanged
-}
-
 // Join adds this host's GPUs to the lab of o.Bundle: it plans one worker
 // per GPU, makes the worker image present and checks it runs the lab's Ray
 // and Python, proves before starting anything that the head and MinIO are
 // reachable and the token is the lab's, starts the workers on the host
 // network and waits until the head lists this host's nodes ALIVE with their
 // GPUs. Like up it converges: a second join changes nothing.
-func Join(ctx context.Context, d UpDeps, o JoinRunOptions) (JoinResult, error) {
-	var left leftBehind
-	res, err := join(ctx, d, o, &left)
-	if err != nil && ctx.Err() != nil {
-		err = clierr.WithHint(err, left.String())
-	}
-	return res, err
+func Join(ctx context.Context, d UpDeps, o JoinRunOptions) (Result, error) {
+	r := &run{deps: d, dir: o.StateDir, images: o.Images, timeout: o.Timeout, stopTimeout: o.StopTimeout,
+		noRollback: o.NoRollback, command: "mltrain join",
+		imageFlags: "give 'mltrain join' a worker image this host already has: --image-worker REF"}
+	return r.execute(ctx, joinSteps(o))
 }
 
-func join(ctx context.Context, d UpDeps, o JoinRunOptions, left *leftBehind) (JoinResult, error) {
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
-	}
-	res := JoinResult{StateDir: o.StateDir}
-	rep, b := d.Reporter, o.Bundle
-	facts, err := detect(ctx, d, rep)
-	if err != nil {
-		return res, err
-	}
-	plan, err := NewJoinPlan(facts, o.Join, b)
-	if err != nil {
-		return res, err
-	}
-	res.Plan = plan
-	for _, w := range plan.Warnings {
-		progress.Warning(rep, w)
-	}
+// joinSteps are join's: the shared pipeline with a plan of this host's
+// workers for the bundle's lab, the head proven reachable before anything
+// is written, the worker image's versions checked, and a wait for the head
+// to list this host's nodes. --render-only stops after writing the files.
+func joinSteps(o JoinRunOptions) []step {
+	b := o.Bundle
+	plan := step{name: "plan", run: func(_ context.Context, r *run) (string, error) {
+		p, err := NewJoinPlan(r.facts, o.Join, b)
+		if err != nil {
+			return "", err
+		}
+		r.state = State{Project: p.Project, Plan: p, Probes: Probes{Ray: b.DashboardURL(), MinIO: b.MinIO}}
+		return r.planned(p), nil
+	}}
 	if o.RenderOnly {
-		files, err := write(o.StateDir, plan)
-		res.Files = files
-		return res, err
+		return []step{{name: "detect host", run: detectStep}, plan, {name: "write files", run: func(_ context.Context, r *run) (string, error) {
+			files, err := write(r.dir, r.plan)
+			r.res.Files = files
+			return strings.Join(files, ", "), err
+		}}}
 	}
-	if err := checkHeadReachable(ctx, b, plan.NodeIP); err != nil {
-		return res, err
+	return []step{
+		{name: "detect host", run: detectStep},
+		plan,
+		{name: "reach the head", run: func(ctx context.Context, r *run) (string, error) {
+			return b.GCSAddress() + ", its dashboard and MinIO", checkHeadReachable(ctx, b, r.plan.NodeIP)
+		}},
+		{name: "render", run: func(ctx context.Context, r *run) (string, error) {
+			if err := r.dir.WriteJSON(JoinFile, b); err != nil {
+				return "", err
+			}
+			return renderStep(ctx, r)
+		}},
+		{name: "check ports", run: portsStep},
+		{name: "images", run: imagesStep},
+		{name: "worker image versions", run: func(ctx context.Context, r *run) (string, error) {
+			return fmt.Sprintf("Ray %s, Python %s", b.RayVersion, b.Python), checkImageVersions(ctx, r.deps.Engine, r.plan.Images[RoleWorker], b, r.deps.Reporter)
+		}},
+		{name: "data volume", run: dataStep},
+		{name: "apply", run: applyStep},
+		{name: "ready", run: func(ctx context.Context, r *run) (string, error) {
+			rc, err := ray.New(ray.Options{Address: b.DashboardURL(), Token: b.RayToken, TokenSource: "the join bundle"})
+			if err != nil {
+				return "", err
+			}
+			if err := r.wait(ctx, []ready.Check{joinedNodes(rc, &r.plan, &r.res.Nodes)}); err != nil {
+				return "", clierr.WithHint(err, firewallHint(b, r.plan.NodeIP, "the first host cannot reach this host's Ray ports, or"))
+			}
+			return fmt.Sprintf("joined lab %s", b.Lab), nil
+		}},
+		{name: "save state", run: saveStep, keep: true},
 	}
-	rendered, err := Render(ctx, o.StateDir, plan)
-	if err != nil {
-		return res, err
-	}
-	project := rendered.Project
-	if err := o.StateDir.WriteJSON(JoinFile, b); err != nil {
-		return res, err
-	}
-	if res.Images, err = ensureImages(ctx, d.Engine, project, plan.RayVersion, o.Images, rep,
-		"give 'mltrain join' a worker image this host already has: --image-worker REF"); err != nil {
-		return res, err
-	}
-	if err := checkImageVersions(ctx, d.Engine, plan.Images[RoleWorker], b, rep); err != nil {
-		return res, err
-	}
-	if err := checkHostPortsFree(ctx, d.Engine, project.Name, plan, hostNetworked(project.Services[plan.Workers[0].Service].NetworkMode)); err != nil {
-		return res, err
-	}
-	if res.HasData, err = ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
-		return res, err
-	}
-	ap, err := newApplier(ctx, d.Engine, project, rep, o.NoRollback, "mltrain join", left)
-	if err != nil {
-		return res, err
-	}
-	applied, err := ap.apply(ctx, o.StopTimeout, o.Timeout)
-	if err != nil {
-		return res, err
-	}
-	res.Applied = map[string]int{"created": len(applied.Created), "recreated": len(applied.Recreated), "started": len(applied.Started), "unchanged": len(applied.Unchanged)}
-	rc, err := ray.New(ray.Options{Address: b.DashboardURL(), Token: b.RayToken, TokenSource: "the join bundle"})
-	if err != nil {
-		return res, ap.fail(ctx, err)
-	}
-	check := joinedNodes(rc, &plan, &res.Nodes)
-	if err := ready.Wait(ctx, d.Engine, project.Name, []ready.Check{check}, o.Timeout, rep); err != nil {
-		return res, ap.fail(ctx, clierr.WithHint(err, firewallHint(b, plan.NodeIP, "the first host cannot reach this host's Ray ports, or")))
-	}
-	st := State{Project: plan.Project, Plan: plan, Probes: Probes{Ray: b.DashboardURL(), MinIO: b.MinIO}, UpAt: time.Now().UTC()}
-	return res, o.StateDir.SaveState(st)
-}
-
-func detect(ctx context.Context, d UpDeps, rep progress.Reporter) (host.Facts, error) {
-	progress.Begin(rep, "detect host", "")
-	facts, err := d.Detect(ctx)
-	if err != nil {
-		progress.Failed(rep, "detect host", err)
-		return facts, err
-	}
-	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
-	return facts, nil
 }
 
 // firewallHint says which rule lets the two hosts talk: Ray's nodes talk on

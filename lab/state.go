@@ -25,14 +25,18 @@ type Probes struct {
 	Jupyter    string `json:"jupyter"`
 }
 
-// State is the content of StateFile: what a successful up leaves for
-// later commands (lab, verify, status) to reach the lab without re-planning.
+// State is the content of StateFile, the one record of the lab's plan
+// (which services it has, where they answer) for later commands (lab,
+// verify, status) to reach the lab without re-planning. Up and join write
+// it before starting anything and set UpAt when the lab is proven ready.
 type State struct {
-	Project string    `json:"project"`
-	Plan    Plan      `json:"plan"`
-	URLs    URLs      `json:"urls"`
-	Probes  Probes    `json:"probes"`
-	UpAt    time.Time `json:"up_at"`
+	Project string `json:"project"`
+	Plan    Plan   `json:"plan"`
+	URLs    URLs   `json:"urls"`
+	Probes  Probes `json:"probes"`
+	// UpAt is when up (or join) proved the lab ready; zero while the run
+	// that wrote the plan has not finished.
+	UpAt time.Time `json:"up_at,omitzero"`
 }
 
 // MakeURLs builds the browser URLs from the plan's address and ports.

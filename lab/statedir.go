@@ -21,7 +21,7 @@ type StateDir string
 // Files in the state dir.
 const (
 	CredentialsFile = "credentials.json" // the lab's secrets (0600)
-	StateFile       = "state.json"       // what a successful up leaves for later commands (0600)
+	StateFile       = "state.json"       // the lab's plan, recorded by up and join (0600)
 	RecordsDir      = "exercises"        // one JSON record per exercise run
 )
 

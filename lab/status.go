@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
@@ -42,8 +40,8 @@ type Status struct {
 	Project  string          `json:"project"`
 	Services []ServiceStatus `json:"services"`
 	// Planned are the services the lab should have, from PlanSource
-	// (state.json, or compose.yaml when an up did not finish or a render
-	// came after it); Missing are those with no container.
+	// (state.json, written by up or join before anything starts); Missing
+	// are those with no container.
 	Planned    []string `json:"planned,omitempty"`
 	PlanSource string   `json:"plan_source,omitempty"`
 	Missing    []string `json:"missing,omitempty"`
@@ -95,14 +93,9 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 	if err != nil {
 		return st, err
 	}
-	st.readPlan(ctx, stateDir)
-
-	state, err := stateDir.State()
-	if err != nil {
+	state, ok := st.readPlan(stateDir)
+	if !ok {
 		st.Ray = "unknown: no " + StateFile + " (run 'mltrain up')"
-		if st.PlanSource == compose.ComposeFile {
-			st.Ray = "unknown: no " + StateFile + " yet (the up has not finished), so Ray's address is not recorded"
-		}
 		st.explain(workers, nil, false)
 		return st, nil
 	}
@@ -195,29 +188,20 @@ func (st *Status) readContainers(ctx context.Context, eng docker.Engine, project
 	return workers, nil
 }
 
-// readPlan finds the planned services and the missing ones. state.json is
-// written last by a successful up; a newer compose.yaml is an up that did
-// not finish (or a render since), and is what the next up applies.
-func (st *Status) readPlan(ctx context.Context, dir StateDir) {
-	stateAt, stateErr := modTime(dir.File(StateFile))
-	composeAt, composeErr := modTime(dir.File(compose.ComposeFile))
-	if composeErr == nil && (stateErr != nil || composeAt.After(stateAt)) {
-		if p, err := compose.Load(ctx, dir.Path()); err == nil {
-			st.Planned, st.PlanSource = p.ServiceNames(), compose.ComposeFile
-		} else {
-			st.Notes = append(st.Notes, fmt.Sprintf("cannot read the planned services from %s: %v", dir.File(compose.ComposeFile), err))
-		}
+// readPlan finds the planned services and the missing ones in state.json,
+// the one record of which services the lab has: up and join write the plan
+// there before starting anything (compose.yaml is rendered from it, and is
+// also rewritten by a render that changes no lab), and mark it ready last.
+func (st *Status) readPlan(dir StateDir) (State, bool) {
+	var s State
+	if err := dir.ReadJSON(StateFile, &s); isMissing(err) {
+		st.Notes = append(st.Notes, fmt.Sprintf("no lab state in %s (no %s): which services the lab should have is unknown", dir.Path(), StateFile))
+		return State{}, false
+	} else if err != nil {
+		st.Notes = append(st.Notes, fmt.Sprintf("cannot read the planned services: %v", err))
+		return State{}, false
 	}
-	if st.PlanSource == "" && stateErr == nil {
-		if s, err := dir.State(); err == nil {
-			st.Planned, st.PlanSource = s.Plan.Services(), StateFile
-		}
-	}
-	if st.PlanSource == "" {
-		st.Notes = append(st.Notes, fmt.Sprintf("no lab state in %s (no %s, no %s): which services the lab should have is unknown",
-			dir.Path(), StateFile, compose.ComposeFile))
-		return
-	}
+	st.Planned, st.PlanSource = s.Plan.Services(), StateFile
 	have := map[string]bool{}
 	for _, s := range st.Services {
 		have[s.Service] = true
@@ -230,21 +214,14 @@ func (st *Status) readPlan(ctx context.Context, dir StateDir) {
 	sort.Strings(st.Missing)
 	if len(st.Missing) > 0 {
 		why := ""
-		if st.PlanSource == compose.ComposeFile {
-			why = " (an up that did not finish, or a render since the last up)"
+		if s.UpAt.IsZero() {
+			why = " (an up that did not finish)"
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("%s plans %d service(s) with no container: %s%s",
 			st.PlanSource, len(st.Missing), strings.Join(st.Missing, ", "), why))
 		st.next("mltrain up")
 	}
-}
-
-func modTime(path string) (time.Time, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return fi.ModTime(), nil
+	return s, true
 }
 
 // explain puts each worker's Ray state beside its container's and says

@@ -6,14 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab/ready"
 )
 
 // UpOptions are `mltrain up`'s choices.
@@ -40,160 +37,100 @@ type UpDeps struct {
 	PopulateWorkspace func(dir string) error
 }
 
-// UpResult is what `mltrain up` prints.
-type UpResult struct {
-	Plan        Plan           `json:"plan"`
-	Apply       compose.Result `json:"apply"`
-	Images      images.Result  `json:"images"`
-	URLs        URLs           `json:"urls"`
-	Credentials Credentials    `json:"-"`
-	// CredentialsCreated: this up generated the lab's secrets (the only
-	// time they are printed unasked).
-	CredentialsCreated bool     `json:"credentials_created"`
-	BucketMade         bool     `json:"bucket_created"`
-	StateDir           StateDir `json:"state_dir"`
-}
-
 // Up brings the lab up and proves it ready. A failed first up (no lab
 // containers existed before) removes the containers it made unless
 // NoRollback; volumes are never removed by a rollback. An interrupted up's
 // error hint says what it leaves behind.
-func Up(ctx context.Context, d UpDeps, o UpOptions) (UpResult, error) {
-	var left leftBehind
-	res, err := up(ctx, d, o, &left)
-	if err != nil && ctx.Err() != nil {
-		err = clierr.WithHint(err, left.String())
-	}
-	return res, err
+func Up(ctx context.Context, d UpDeps, o UpOptions) (Result, error) {
+	r := &run{deps: d, dir: o.StateDir, images: o.Images, timeout: o.Timeout, stopTimeout: o.StopTimeout,
+		noRollback: o.NoRollback, command: "mltrain up",
+		imageFlags: "give 'mltrain up' images this host already has: " + imageFlags()}
+	return r.execute(ctx, upSteps(o))
 }
 
-// leftBehind is what an up stopped part way has left in place.
-type leftBehind struct {
-	applying   bool // containers were being created or started
-	rolledBack bool // ... and this first up's were removed again
+// upSteps are up's: the shared pipeline with the lab's own credentials and
+// plan, and, once ready, MinIO's bucket and lab user.
+func upSteps(o UpOptions) []step {
+	return []step{
+		{name: "detect host", run: detectStep},
+		{name: "credentials", run: credentialsStep},
+		{name: "plan", run: func(_ context.Context, r *run) (string, error) {
+			p, err := NewPlan(r.facts, o.Lab, r.creds)
+			if err != nil {
+				return "", err
+			}
+			r.res.URLs = MakeURLs(p)
+			r.state = State{Project: p.Project, Plan: p, URLs: r.res.URLs, Probes: probeAddrs(p)}
+			return r.planned(p), nil
+		}},
+		{name: "render", run: renderStep},
+		{name: "workspace", run: workspaceStep},
+		{name: "check ports", run: portsStep},
+		{name: "images", run: imagesStep},
+		{name: "data volume", run: dataStep},
+		{name: "apply", run: applyStep},
+		{name: "ready", run: func(ctx context.Context, r *run) (string, error) {
+			clients, err := newClients(r.dir, r.plan, r.state.Probes, r.creds)
+			if err != nil {
+				return "", err
+			}
+			r.clients = clients
+			return "every service answers", r.wait(ctx, clients.ReadyChecks())
+		}},
+		{name: "bucket", run: func(ctx context.Context, r *run) (string, error) {
+			made, err := r.clients.Store.EnsureBucket(ctx, store.DefaultBucket)
+			r.res.BucketMade = made
+			if made {
+				return fmt.Sprintf("%q created", store.DefaultBucket), err
+			}
+			return fmt.Sprintf("%q in place", store.DefaultBucket), err
+		}},
+		{name: "minio lab user", run: func(ctx context.Context, r *run) (string, error) {
+			return ensureLabUser(ctx, r.state.Probes, r.creds)
+		}},
+		{name: "save state", run: saveStep, keep: true},
+	}
 }
 
-func (l leftBehind) String() string {
-	switch {
-	case l.rolledBack:
-		return "rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose.yaml are kept"
-	case l.applying:
-		return "the lab's containers are kept as they were left, some perhaps not ready"
+// credentialsStep reads the lab's secrets, generating them on its first up.
+func credentialsStep(_ context.Context, r *run) (string, error) {
+	creds, created, err := r.dir.CreateCredentials()
+	if err != nil {
+		return "", err
 	}
-	return "no container was started; the state dir's credentials and compose.yaml are kept"
+	r.creds, r.res.Credentials, r.res.CredentialsCreated = creds, creds, created
+	if created {
+		return "generated in " + r.dir.File(CredentialsFile), nil
+	}
+	return "kept in " + r.dir.File(CredentialsFile), nil
 }
 
-func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult, error) {
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
+// workspaceStep writes the students' workspace when it is empty.
+func workspaceStep(_ context.Context, r *run) (string, error) {
+	dir := WorkspaceDir(r.dir, r.plan)
+	if r.deps.PopulateWorkspace == nil {
+		return dir + " left as it is", nil
 	}
-	var res UpResult
-	res.StateDir = o.StateDir
-	rep := d.Reporter
-
-	progress.Begin(rep, "detect host", "")
-	facts, err := d.Detect(ctx)
-	if err != nil {
-		progress.Failed(rep, "detect host", err)
-		return res, err
-	}
-	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
-
-	creds, created, err := o.StateDir.CreateCredentials()
-	if err != nil {
-		return res, err
-	}
-	res.Credentials, res.CredentialsCreated = creds, created
-	plan, err := NewPlan(facts, o.Lab, creds)
-	if err != nil {
-		return res, err
-	}
-	res.Plan = plan
-	for _, w := range plan.Warnings {
-		progress.Warning(rep, w)
-	}
-
-	rendered, err := Render(ctx, o.StateDir, plan)
-	if err != nil {
-		return res, err
-	}
-	project := rendered.Project
-	if d.PopulateWorkspace != nil {
-		if err := d.PopulateWorkspace(WorkspaceDir(o.StateDir, plan)); err != nil {
-			return res, err
-		}
-	}
-	if err := checkPortsFree(ctx, d.Engine, project, plan.Ports); err != nil {
-		return res, err
-	}
-	if err := checkHostPortsFree(ctx, d.Engine, project.Name, plan, hostNetworked(project.Services[HeadService].NetworkMode)); err != nil {
-		return res, err
-	}
-	imgRes, err := ensureImages(ctx, d.Engine, project, plan.RayVersion, o.Images, rep, "give 'mltrain up' images this host already has: "+imageFlags())
-	res.Images = imgRes
-	if err != nil {
-		return res, err
-	}
-	// After the images: a host that cannot have them is left without a
-	// volume it did not ask for.
-	if _, err := ensureDataVolume(ctx, d.Engine, plan, rep); err != nil {
-		return res, err
-	}
-
-	ap, err := newApplier(ctx, d.Engine, project, rep, o.NoRollback, "mltrain up", left)
-	if err != nil {
-		return res, err
-	}
-	fail := func(err error) (UpResult, error) { return res, ap.fail(ctx, err) }
-	if res.Apply, err = ap.apply(ctx, o.StopTimeout, o.Timeout); err != nil {
-		return res, err
-	}
-
-	res.URLs = MakeURLs(plan)
-	probes := probeAddrs(plan)
-	clients, err := newClients(o.StateDir, plan, probes, creds)
-	if err != nil {
-		return fail(err)
-	}
-	if err := ready.Wait(ctx, d.Engine, project.Name, clients.ReadyChecks(), o.Timeout, rep); err != nil {
-		return fail(err)
-	}
-
-	made, err := clients.Store.EnsureBucket(ctx, store.DefaultBucket)
-	if err != nil {
-		return fail(err)
-	}
-	res.BucketMade = made
-	if err := ensureLabUser(ctx, probes, creds, rep); err != nil {
-		return fail(err)
-	}
-	if err := o.StateDir.SaveState(State{Project: plan.Project, Plan: plan, URLs: res.URLs, Probes: probes, UpAt: time.Now().UTC()}); err != nil {
-		return res, err
-	}
-	return res, nil
+	return dir, r.deps.PopulateWorkspace(dir)
 }
 
 // ensureLabUser makes MinIO's lab user, limited to the bucket, whose keys
-// Jupyter and the Ray nodes hold (the root key stays mltrain's own).
-func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progress.Reporter) error {
-	const step = "minio lab user"
-	progress.Begin(rep, step, "")
+// Jupyter and the Ray nodes hold (the root key stays mltrain's own). It
+// says what it did, with no key: progress events end up in CI logs.
+func ensureLabUser(ctx context.Context, probes Probes, c Credentials) (string, error) {
 	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
-	changed := ""
-	if err == nil {
-		changed, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
-	}
 	if err != nil {
-		progress.Failed(rep, step, err)
-		return err
+		return "", err
+	}
+	changed, err := adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+	if err != nil {
+		return "", err
 	}
 	what := "in place"
 	if changed != "" {
 		what = "set (" + changed + ")"
 	}
-	// No key in the message: progress events end up in CI logs.
-	progress.End(rep, step, fmt.Sprintf("%s, bucket %q only", what, store.DefaultBucket))
-	return nil
+	return fmt.Sprintf("%s, bucket %q only", what, store.DefaultBucket), nil
 }
 
 // imageFlags lists the flags that replace a role's image.

@@ -55,7 +55,7 @@ func (s *standinLab) deps(rep progress.Reporter) lab.UpDeps {
 	}}
 }
 
-func (s *standinLab) up(ctx context.Context) (lab.UpResult, error) {
+func (s *standinLab) up(ctx context.Context) (lab.Result, error) {
 	return lab.Up(ctx, s.deps(nil), s.opts)
 }
 

@@ -57,7 +57,7 @@ func secrets(c lab.Credentials) []string {
 // holds them; 'mltrain credentials' shows them again.
 func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
 	c := lab.GenerateCredentials()
-	res := lab.UpResult{Plan: lab.Plan{Project: "ncaudit", Mode: lab.ModeCPU}, Credentials: c, CredentialsCreated: true,
+	res := lab.Result{Plan: lab.Plan{Project: "ncaudit", Mode: lab.ModeCPU}, Credentials: c, CredentialsCreated: true,
 		StateDir: lab.StateDir("/srv/labs/ncaudit"),
 		URLs:     lab.URLs{RayDashboard: "http://h:8265", Jupyter: "http://h:8888/lab", Grafana: "http://h:3000", MinIOConsole: "http://h:9001"}}
 

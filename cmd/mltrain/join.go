@@ -160,7 +160,7 @@ func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderO
 	return func(context.Context) (host.Facts, error) { return f, nil }, nil
 }
 
-func (a *app) printJoin(r lab.JoinResult, b lab.JoinBundle) {
+func (a *app) printJoin(r lab.Result, b lab.JoinBundle) {
 	var s strings.Builder
 	p := r.Plan
 	if len(r.Files) > 0 {
@@ -169,7 +169,7 @@ func (a *app) printJoin(r lab.JoinResult, b lab.JoinBundle) {
 		return
 	}
 	fmt.Fprintf(&s, "\nThis host (%s) joined lab %q at %s: %d worker(s), %s mode", p.NodeIP, b.Lab, b.GCSAddress(), len(p.Workers), p.Mode)
-	if r.Applied["created"]+r.Applied["recreated"]+r.Applied["started"] == 0 {
+	if len(r.Apply.Created)+len(r.Apply.Recreated)+len(r.Apply.Started) == 0 {
 		fmt.Fprint(&s, "; nothing changed")
 	}
 	fmt.Fprint(&s, ".\n")

@@ -132,50 +132,59 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 }
 
 // labEnv connects the exercises to Ray, MinIO and Docker: flags, then Ray's
-// and AWS's own environment variables, then the lab in the state dir.
+// and AWS's own environment variables, then the lab in the state dir. The
+// lab's clients are built once (lab.StateDir.Connect); a flag or variable
+// replaces only the client it names.
 func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
-	var st labState
 	dir := a.StateDir()
+	env := exercise.Env{Project: a.project, StateDir: dir, Workspace: c.workspace}
+	var lc lab.Clients
 	if _, err := os.Stat(dir.File(lab.StateFile)); err == nil {
 		// The lab is here: its credentials must be too (never minted anew).
-		lc, err := dir.Connect()
-		if err != nil {
+		if lc, err = dir.Connect(); err != nil {
 			return exercise.Env{}, nil, err
 		}
-		st = labState{NodeIP: lc.Plan.NodeIP, RayAddress: lc.Probes.Ray, RayToken: lc.Creds.RayAuthToken, Source: dir.File(lab.CredentialsFile),
-			MinIOEndpoint: lc.Probes.MinIO, MinIOAccessKey: lc.Creds.MinIOAccessKey, MinIOSecretKey: lc.Creds.MinIOSecretKey}
+		env.Ray, env.Store, env.NodeIP = lc.Ray, lc.Store, lc.Plan.NodeIP
 		if lc.Plan.Mode == lab.ModeCPU {
 			// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
-			st.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
+			env.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
 		}
 	}
-	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress), st.RayAddress)
+	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))
 	token, source := c.rayToken, "--ray-token"
 	if token == "" {
 		token, source = os.Getenv(ray.EnvToken), ray.EnvToken
 	}
-	if token == "" && st.RayToken != "" {
-		token, source = st.RayToken, st.Source
-	}
-	rc, err := ray.New(ray.Options{Address: addr, Token: token, TokenSource: source})
-	if err != nil {
-		return exercise.Env{}, nil, err
-	}
-	env := exercise.Env{Ray: rc, Project: a.project, NodeIP: st.NodeIP, StateDir: dir, Workspace: c.workspace, JobEnv: st.JobEnv}
-	if len(c.jobEnv) > 0 {
-		env.JobEnv = map[string]string{}
-		maps.Copy(env.JobEnv, st.JobEnv)
-		maps.Copy(env.JobEnv, c.jobEnv)
-	}
-	endpoint := labFirstSet(c.minioEndpoint, os.Getenv("AWS_ENDPOINT_URL"), st.MinIOEndpoint)
-	access := labFirstSet(os.Getenv("AWS_ACCESS_KEY_ID"), st.MinIOAccessKey)
-	secret := labFirstSet(os.Getenv("AWS_SECRET_ACCESS_KEY"), st.MinIOSecretKey)
-	if endpoint != "" && access != "" && secret != "" {
-		sc, err := store.New(store.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret})
+	if env.Ray == nil || addr != "" || token != "" {
+		if token == "" && lc.Creds.RayAuthToken != "" {
+			token, source = lc.Creds.RayAuthToken, dir.File(lab.CredentialsFile)
+		}
+		rc, err := ray.New(ray.Options{Address: labFirstSet(addr, lc.Probes.Ray), Token: token, TokenSource: source})
 		if err != nil {
 			return exercise.Env{}, nil, err
 		}
-		env.Store = sc
+		env.Ray = rc
+	}
+	if len(c.jobEnv) > 0 {
+		jobEnv := map[string]string{}
+		maps.Copy(jobEnv, env.JobEnv)
+		maps.Copy(jobEnv, c.jobEnv)
+		env.JobEnv = jobEnv
+	}
+	endpoint := labFirstSet(c.minioEndpoint, os.Getenv("AWS_ENDPOINT_URL"))
+	access, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if endpoint != "" || access != "" || secret != "" {
+		endpoint = labFirstSet(endpoint, lc.Probes.MinIO)
+		access = labFirstSet(access, lc.Creds.MinIOAccessKey)
+		secret = labFirstSet(secret, lc.Creds.MinIOSecretKey)
+		env.Store = nil
+		if endpoint != "" && access != "" && secret != "" {
+			sc, err := store.New(store.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret})
+			if err != nil {
+				return exercise.Env{}, nil, err
+			}
+			env.Store = sc
+		}
 	}
 	closeFn := func() {}
 	eng, err := a.connect(ctx)
@@ -188,18 +197,6 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 	// Without the engine the other exercises still run; they only cannot
 	// name the worker containers.
 	return env, closeFn, nil
-}
-
-// labState is what `mltrain up` leaves for the exercises.
-type labState struct {
-	NodeIP         string // this host's node address when the nodes span hosts
-	RayAddress     string
-	RayToken       string
-	Source         string // where the token came from, for auth errors
-	MinIOEndpoint  string
-	MinIOAccessKey string
-	MinIOSecretKey string
-	JobEnv         map[string]string // e.g. MLTRAIN_ACCELERATOR=cpu in a CPU rehearsal
 }
 
 func labFirstSet(vs ...string) string {

@@ -151,3 +151,32 @@ func TestLabNeedsTheEngineWhereTheRegistrySays(t *testing.T) {
 	}
 	assert.ErrorIs(t, runLab("all"), noEngine)
 }
+
+// Without flags or variables the exercises reach the lab recorded in the
+// state dir with its own token; RAY_ADDRESS replaces only the address.
+func TestLabReachesTheLabInTheStateDir(t *testing.T) {
+	srv := raytest.New(t)
+	srv.OnPoll = func(_ string, j *raytest.Job) {
+		j.Logs = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"
+		raytest.SetStatus(j, ray.Succeeded, "ok", time.Now())
+	}
+	dir := lab.StateDir(t.TempDir())
+	creds, _, err := dir.CreateCredentials()
+	require.NoError(t, err)
+	srv.Token = creds.RayAuthToken
+	require.NoError(t, dir.SaveState(lab.State{Project: "envlab", Plan: lab.Plan{Project: "envlab"},
+		Probes: lab.Probes{Ray: srv.URL, MinIO: "http://127.0.0.1:1"}}))
+	t.Setenv("RAY_ADDRESS", "")
+	t.Setenv("RAY_AUTH_TOKEN", "")
+	_, errOut, code := run(t, "--state-dir", dir.Path(), "lab", "submit", "--quick", "--poll", "1ms")
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, srv.JobIDs(), 1, "submitted to the lab's Ray with the lab's token")
+
+	other := raytest.New(t)
+	other.Token, other.OnPoll = creds.RayAuthToken, srv.OnPoll
+	t.Setenv("RAY_ADDRESS", other.URL)
+	_, errOut, code = run(t, "--state-dir", dir.Path(), "lab", "submit", "--quick", "--poll", "1ms")
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, other.JobIDs(), 1, "RAY_ADDRESS won, with the lab's token")
+	assert.Len(t, srv.JobIDs(), 1)
+}

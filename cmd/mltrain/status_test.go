@@ -126,13 +126,24 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 // planned services that have no container and exits non-zero.
 func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
 	s := newStatusLab(t, lab.HeadService, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService)
-	// No state.json: the up never finished; compose.yaml says what it planned.
+	// The up recorded its plan in state.json before starting anything and
+	// never marked it ready (UpAt zero).
+	s.saveState(t)
+	// A render since (a preview with one worker) rewrites compose.yaml, not
+	// the lab's record: state.json alone says which services the lab has.
+	creds, err := s.dir.Credentials()
+	require.NoError(t, err)
+	one, err := lab.NewPlan(labtest.RehearsalFacts(), lab.Options{Project: statusProject, Workers: 1}, creds)
+	require.NoError(t, err)
+	_, err = lab.Render(context.Background(), s.dir, one)
+	require.NoError(t, err)
 	out, err := s.status(t)
 	t.Logf("status after an interrupted up:\n%s", out)
 	require.Error(t, err)
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.Contains(t, err.Error(), "2 planned service(s) have no container: ray-worker-0, ray-worker-1")
-	assert.Contains(t, err.Error(), "compose.yaml")
+	assert.Contains(t, err.Error(), "(planned in state.json)")
+	assert.Contains(t, out, "(an up that did not finish)")
 	assert.Contains(t, clierr.Hint(err), "mltrain up")
 	assert.Regexp(t, `ray-worker-0 +- +missing`, out)
 	assert.Contains(t, out, "minio")

@@ -80,7 +80,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 // printUp says the lab is ready and where. The credentials are printed by
 // the up that created them; later ups name 'mltrain credentials' instead,
 // so a re-run's output (often pasted into chats and tickets) holds no secret.
-func (a *app) printUp(r lab.UpResult) {
+func (a *app) printUp(r lab.Result) {
 	var b strings.Builder
 	p := r.Plan
 	fmt.Fprintf(&b, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
