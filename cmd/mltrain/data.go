@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/lock"
 )
 
 func (a *app) dataCmd() *cobra.Command {
@@ -47,10 +49,11 @@ func (a *app) dataCmd() *cobra.Command {
 				return err
 			}
 			o.CacheDir, o.Reporter = a.StateDir().File("cache"), rep
+			o.Lock.Command = "mltrain data food11"
 			res, err := food11.Run(cmd.Context(), eng, o)
 			done()
 			if err != nil {
-				return err
+				return dataHint(err, cmd)
 			}
 			if a.json {
 				return printJSON(a.out, res)
@@ -75,6 +78,7 @@ func (a *app) dataCmd() *cobra.Command {
 	fl.StringVar(&o.Volume, "volume", food11.DefaultVolume, "Docker volume to load")
 	fl.BoolVar(&o.Force, "force", false, "rebuild the volume even if it already holds this zip")
 	fl.BoolVar(&o.Strict, "strict", false, "counts that differ from the published Food-11 are an error, not a warning")
+	fl.BoolVar(&o.Lock.NoWait, "no-wait", false, "fail at once when another load of the volume runs, instead of waiting for it")
 	fl.BoolVar(&verify, "verify", false, "check the existing volume against its manifest and the published counts; load nothing")
 	f11.MarkFlagsMutuallyExclusive("url", "zip")
 	data.AddCommand(f11)
@@ -88,4 +92,26 @@ func printCounts(w io.Writer, c food11.Counts) {
 		parts = append(parts, fmt.Sprintf("%s %d", s, c.Split(s)))
 	}
 	fmt.Fprintf(w, "  %d images: %s\n", c.Total(), strings.Join(parts, ", "))
+}
+
+// dataHint names the re-run of a failed load with every flag given: the
+// dataset package says what to do first, this layer knows the command.
+func dataHint(err error, cmd *cobra.Command) error {
+	var re *food11.RerunError
+	var held *lock.HeldError
+	switch {
+	case errors.As(err, &re):
+		var extra []string
+		if re.Force {
+			extra = []string{"--force"}
+		}
+		line := "run '" + commandLine(cmd, nil, extra...) + "'"
+		if re.Do != "" {
+			line = re.Do + ", then " + line
+		}
+		return clierr.WithHint(err, line)
+	case errors.As(err, &held):
+		return clierr.WithHint(err, "wait for it to finish, then run '"+commandLine(cmd, nil)+"' (without --no-wait it waits by itself)")
+	}
+	return err
 }

@@ -48,6 +48,10 @@ type extractorMsg struct {
 	Entry    string `json:"entry,omitempty"` // the zip entry Error is about
 	CRC      bool   `json:"crc,omitempty"`   // Error is a CRC-32 mismatch
 	NoSpace  bool   `json:"nospace,omitempty"`
+	Need     int64  `json:"need,omitempty"`    // bytes the images take
+	Free     int64  `json:"free,omitempty"`    // bytes free on the volume's filesystem, as the extractor sees it
+	Size     int64  `json:"size,omitempty"`    // that filesystem's size
+	Cleaned  bool   `json:"cleaned,omitempty"` // the partial files were removed
 }
 
 // selfExtractor is set once main called ExtractorMain: only then can this
@@ -64,6 +68,9 @@ func ExtractorMain(out io.Writer) (ran bool, code int) {
 		selfExtractor.Store(true)
 		return false, 0
 	}
+	if os.Getenv(extractorClearEnv) != "" {
+		return true, runClear(out, extractorDest)
+	}
 	return true, runExtractor(out, os.Getenv(extractorZipEnv), extractorDest, os.Getenv(extractorDigestEnv))
 }
 
@@ -76,6 +83,10 @@ func runExtractor(out io.Writer, zipPath, dst, digest string) int {
 		return 0
 	}
 	msg := extractorMsg{Error: err.Error(), CRC: errors.Is(err, zip.ErrChecksum), NoSpace: errors.Is(err, syscall.ENOSPC)}
+	var fs *fullError
+	if errors.As(err, &fs) {
+		msg.Need, msg.Free, msg.Size, msg.Cleaned = fs.need, fs.free, fs.size, fs.cleaned
+	}
 	var ee *entryError
 	if errors.As(err, &ee) {
 		msg.Entry, msg.Error = ee.name, ee.err.Error()
@@ -130,6 +141,11 @@ func extract(ctx context.Context, enc *json.Encoder, zipPath, dst, want string) 
 	if err := enc.Encode(extractorMsg{Ready: true}); err != nil {
 		return err
 	}
+	// A load that cannot fit is refused before its first byte: a full
+	// disk is the user's to free, not a partial dataset to clean.
+	if free, size, ok := space(dst); ok && free < p.bytes {
+		return &fullError{err: fmt.Errorf("the images need %s: %w", humanBytes(p.bytes), syscall.ENOSPC), need: p.bytes, free: free, size: size}
+	}
 	for _, d := range dirsOf() {
 		if err := os.MkdirAll(filepath.Join(dst, d), 0o755); err != nil {
 			return err
@@ -181,7 +197,11 @@ feed:
 	close(stop)
 	<-ticked
 	if err := context.Cause(ctx); err != nil {
-		return err
+		// What was written is a partial dataset: remove it, so a full disk
+		// is not left full, and say what the disk holds now.
+		fe := &fullError{err: err, need: p.bytes, cleaned: os.RemoveAll(filepath.Join(dst, Root)) == nil}
+		fe.free, fe.size, _ = space(dst)
+		return fe
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -233,4 +253,24 @@ func dirsOf() []string {
 		}
 	}
 	return out
+}
+
+// fullError is an extraction error with the volume's filesystem as the
+// extractor saw it, and whether the partial files were removed.
+type fullError struct {
+	err              error
+	need, free, size int64
+	cleaned          bool
+}
+
+func (e *fullError) Error() string { return e.err.Error() }
+func (e *fullError) Unwrap() error { return e.err }
+
+// space is the free and total bytes of the filesystem holding dir.
+func space(dir string) (free, size int64, ok bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, false
+	}
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, true
 }

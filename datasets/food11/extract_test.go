@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
 )
@@ -163,7 +162,9 @@ func TestProtocolResults(t *testing.T) {
 
 	_, err = feed(`{"ready":true}`, `{"error":"write x: no space left on device","entry":"e","nospace":true}`).result("v", "z.zip", docker.ContainerDetails{ExitCode: 1}, p)
 	require.ErrorIs(t, err, syscall.ENOSPC)
-	assert.Contains(t, clierr.Hint(err), "free space")
+	var re *RerunError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, re.Do, "free space", "the fix, before the command layer adds the re-run")
 
 	_, err = feed(`{"ready":true}`, `{"bytes":10}`).result("v", "z.zip", docker.ContainerDetails{ExitCode: 137, OOMKilled: true}, p)
 	require.ErrorContains(t, err, "exited with code 137, killed for lack of memory")

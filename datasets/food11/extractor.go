@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -109,12 +108,17 @@ func findSelf() (selfFiles, error) {
 }
 
 // spec is the extractor container: the volume, and read-only the zip and
-// this binary with its libraries.
+// this binary with its libraries. Without a zip it empties the volume.
 func (s selfFiles) spec(h *helper, zipPath, digest string) docker.ContainerSpec {
 	ro := func(src, dst string) mount.Mount {
 		return mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: true}
 	}
-	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: h.volume, Target: mountPoint}, ro(zipPath, xZip), ro(s.exe, xExe)}
+	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: h.volume, Target: mountPoint}, ro(s.exe, xExe)}
+	env := []string{extractorEnv + "=1", extractorClearEnv + "=1"}
+	if zipPath != "" {
+		mounts = append(mounts, ro(zipPath, xZip))
+		env = []string{extractorEnv + "=1", extractorZipEnv + "=" + xZip, extractorDigestEnv + "=" + digest}
+	}
 	cmd := []string{xExe}
 	if s.loader != "" {
 		mounts = append(mounts, ro(s.loader, xLoader))
@@ -131,7 +135,7 @@ func (s selfFiles) spec(h *helper, zipPath, digest string) docker.ContainerSpec 
 			Image:           h.image,
 			Entrypoint:      cmd,
 			Cmd:             []string{},
-			Env:             []string{extractorEnv + "=1", extractorZipEnv + "=" + xZip, extractorDigestEnv + "=" + digest},
+			Env:             env,
 			Labels:          h.labels(),
 			NetworkDisabled: true,
 		},
@@ -180,7 +184,9 @@ func (h *helper) extract(ctx context.Context, p *plan, zipPath string, rep progr
 		return 0, fmt.Errorf("load into volume %s: follow the extractor: %w", h.volume, errors.Join(lerr, ierr))
 	}
 	out.flush()
-	return out.result(h.volume, zipPath, d, p)
+	rss, err := out.result(h.volume, zipPath, d, p)
+	h.nameFilesystem(err)
+	return rss, err
 }
 
 // protocol reads the extractor's output lines as they come.
@@ -245,7 +251,6 @@ func (pr *protocol) result(volume, zipPath string, d docker.ContainerDetails, p 
 		}
 		return 0, fmt.Errorf("%w: it did not start: %s", errNoExtractor, why)
 	}
-	again := "then run 'mltrain data food11' again"
 	switch {
 	case m.Done && m.Files == len(p.entries) && m.Bytes == p.bytes && d.ExitCode == 0:
 		progress.Advance(pr.rep, pr.step, m.Bytes, pr.total, "bytes")
@@ -256,16 +261,16 @@ func (pr *protocol) result(volume, zipPath string, d docker.ContainerDetails, p 
 		return 0, clierr.WithHint(fmt.Errorf("%s: entry %s: %w", zipPath, m.Entry, remoteError{m.Error, zip.ErrChecksum}),
 			"download the zip again (delete the cached copy) or check the file given to --zip")
 	case m.NoSpace:
-		return 0, clierr.WithHint(fmt.Errorf("load into volume %s: entry %s: %w", volume, m.Entry, remoteError{m.Error, syscall.ENOSPC}),
-			"check free space where Docker keeps volumes ('mltrain doctor'), "+again)
+		return 0, &RerunError{Err: &NoSpaceError{Volume: volume, Entry: m.Entry, Need: m.Need, Free: m.Free, Size: m.Size, Cleaned: m.Cleaned},
+			Do: "free space on that filesystem, or load into a volume on a bigger disk with --volume NAME"}
 	case m.Error != "":
-		return 0, clierr.WithHint(fmt.Errorf("load into volume %s: entry %s: %s", volume, m.Entry, m.Error), "check the volume's disk ('mltrain doctor'), "+again)
+		return 0, &RerunError{Err: fmt.Errorf("load into volume %s: entry %s: %s", volume, m.Entry, m.Error), Do: "check the volume's disk"}
 	}
 	oom := ""
 	if d.OOMKilled {
 		oom = ", killed for lack of memory"
 	}
-	return 0, clierr.WithHint(fmt.Errorf("load into volume %s: the extractor exited with code %d%s before it finished: %s", volume, d.ExitCode, oom, why), again)
+	return 0, &RerunError{Err: fmt.Errorf("load into volume %s: the extractor exited with code %d%s before it finished: %s", volume, d.ExitCode, oom, why)}
 }
 
 // remoteError is an error reported by the extractor: its text, and the

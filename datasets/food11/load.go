@@ -32,6 +32,7 @@ type LoadOptions struct {
 	HelperImage string            // DefaultHelperImage when empty
 	Labels      map[string]string // extra labels on the volume, helper image and container
 	Reporter    progress.Reporter
+	Lock        LockOptions // who loads, and whether to wait for another load of the volume
 }
 
 // LoadResult says what a load did.
@@ -55,6 +56,11 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 	if o.Volume == "" {
 		o.Volume = DefaultVolume
 	}
+	lk, err := lockVolume(ctx, o.Volume, o.Lock, o.Reporter)
+	if err != nil {
+		return LoadResult{Volume: o.Volume}, err
+	}
+	defer lk.Release()
 	if err := checkZip(o.Zip); err != nil { // before the volume is made
 		return LoadResult{Volume: o.Volume}, err
 	}
@@ -70,14 +76,29 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 	return load(ctx, h, m, o)
 }
 
-// checkZip refuses a file that is not a readable zip, naming it.
+// checkZip refuses, before any volume is made or touched, a file that is not
+// a readable zip, whose entries claim sizes the file cannot hold, or whose
+// entries do not fit Food-11's layout (traversal, links, other folders).
 func checkZip(path string) error {
 	zr, err := openZip(path)
 	if err != nil {
 		return err
 	}
-	return zr.Close()
+	defer zr.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("zip %s: %w", path, err)
+	}
+	if err := checkSizes(&zr.Reader, fi.Size(), path); err != nil {
+		return err
+	}
+	if _, err := makePlan(&zr.Reader, path); err != nil {
+		return clierr.WithHint(err, layoutHint)
+	}
+	return nil
 }
+
+const layoutHint = "use the course's Food-11 zip (the default URL) or pass a zip in its layout: training|validation|evaluation/<class>_<n>.jpg"
 
 // load is Load with the helper open and the current manifest (nil if none) read.
 func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
@@ -114,7 +135,7 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	// Check the whole zip from its central directory before touching the volume.
 	p, err := makePlan(&zr.Reader, o.Zip)
 	if err != nil {
-		return res, clierr.WithHint(err, "use the course's Food-11 zip (the default URL) or pass a zip in its layout: training|validation|evaluation/<class>_<n>.jpg")
+		return res, clierr.WithHint(err, layoutHint)
 	}
 	res.Warnings = CheckCanonical(p.counts)
 	if o.Strict && len(res.Warnings) > 0 {
@@ -135,11 +156,11 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	}
 	if stale {
 		if !h.labelled && !o.Force {
-			return res, clierr.WithHint(fmt.Errorf("volume %s already holds a %s folder that mltrain did not load (no mltrain label or manifest)", o.Volume, Root),
-				"replace the volume's content with 'mltrain data food11 --force', or load into another volume with '--volume NAME'")
+			return res, &RerunError{Err: fmt.Errorf("volume %s already holds a %s folder that mltrain did not load (no mltrain label or manifest)", o.Volume, Root),
+				Do: "to replace the volume's content add --force (or load into another volume with --volume NAME)", Force: true}
 		}
 		progress.Note(rep, fmt.Sprintf("emptying volume %s before loading (%s)", o.Volume, staleReason(cur, o.Force)))
-		if err := h.recreate(ctx); err != nil {
+		if err := h.empty(ctx); err != nil {
 			return res, err
 		}
 		res.Rebuilt = true
@@ -248,9 +269,15 @@ func (h *helper) stream(ctx context.Context, p *plan, zipName string, rep progre
 		return fmt.Errorf("load into volume %s interrupted: %w", h.volume, ctx.Err())
 	case w.err != nil && !errors.Is(w.err, errCopyEnded):
 		return w.err // the zip's fault (CRC, truncation): the real cause
+	case cerr != nil && strings.Contains(cerr.Error(), "no space left on device"):
+		// The engine's archive API cannot delete: the next load empties the
+		// volume first, and the message says so.
+		ns := &NoSpaceError{Volume: h.volume, Need: p.bytes}
+		h.nameFilesystem(ns)
+		return &RerunError{Err: fmt.Errorf("%w (partial files remain until the next load empties the volume; engine: %v)", ns, cerr),
+			Do: "free space on that filesystem, or load into a volume on a bigger disk with --volume NAME"}
 	case cerr != nil:
-		return clierr.WithHint(fmt.Errorf("load into volume %s: %w", h.volume, cerr),
-			"check free space where Docker keeps volumes ('mltrain doctor'), then run 'mltrain data food11' again")
+		return &RerunError{Err: fmt.Errorf("load into volume %s: %w", h.volume, cerr), Do: "check the volume's disk"}
 	case w.err != nil && !w.done:
 		return fmt.Errorf("load into volume %s: %w", h.volume, w.err)
 	}

@@ -11,14 +11,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -327,21 +326,34 @@ func TestDiskFullIsAClearErrorWithoutManifest(t *testing.T) {
 func diskFullIsAClearErrorWithoutManifest(t *testing.T, method string) {
 	e := newEnv(t)
 	ctx := context.Background()
-	// A 1 MiB tmpfs volume stands in for a full disk.
-	c, err := client.New(client.FromEnv)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: e.volume, Driver: "local",
-		DriverOpts: map[string]string{"type": "tmpfs", "device": "tmpfs", "o": "size=1m"}, Labels: volumeLabels(e.labels)})
-	require.NoError(t, err)
+	// A 1 MiB tmpfs volume stands in for a full disk of the volume's own,
+	// while Docker's root disk has room.
+	tmpfsVolume(t, e, "1m")
 	files, _ := dataset("", small(), zip.Store)
 	files = append(files, zfile{name: "training/3_900.jpg", data: make([]byte, 3<<20), method: zip.Store})
 	o := e.opts(writeZip(t, e.dir, "big.zip", files))
 	o.Method = method
-	_, err = Run(ctx, e.eng, o)
+	_, err := Run(ctx, e.eng, o)
 	require.Error(t, err)
 	t.Log(err)
-	assert.Contains(t, err.Error(), "no space left on device")
-	assert.Contains(t, clierr.Hint(err), "free space")
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	var ns *NoSpaceError
+	require.ErrorAs(t, err, &ns)
+	// The full filesystem is named: the volume's own (tmpfs, 1m), not Docker's root.
+	assert.Contains(t, err.Error(), "device=tmpfs, o=size=1m")
+	assert.Contains(t, err.Error(), "mounted at ")
+	var re *RerunError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, re.Do, "free space on that filesystem")
 	assert.Nil(t, e.manifest(t))
+	if method == MethodExtractor {
+		// Refused before its first byte: the small disk is not left full.
+		assert.Contains(t, err.Error(), "its filesystem has")
+		h, err := openHelper(ctx, e.eng, e.volume, e.image, e.labels, false)
+		require.NoError(t, err)
+		defer h.close()
+		has, err := h.exists(ctx, Root)
+		require.NoError(t, err)
+		assert.False(t, has, "no partial files")
+	}
 }

@@ -28,6 +28,7 @@ type Options struct {
 	Labels      map[string]string
 	Client      *http.Client
 	Reporter    progress.Reporter
+	Lock        LockOptions // who loads, and whether to wait for another load of the volume
 }
 
 // Result is what Run did.
@@ -50,20 +51,31 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		o.URL = DefaultURL
 	}
 	pin := strings.ToLower(strings.TrimSpace(o.SHA256))
+	lk, err := lockVolume(ctx, o.Volume, o.Lock, o.Reporter)
+	if err != nil {
+		return Result{}, err
+	}
+	defer lk.Release()
 	if o.Zip != "" {
-		// A file that is not a zip is refused before the volume is made.
+		// A zip that would be refused is refused before the volume is made.
 		if err := checkZip(o.Zip); err != nil {
 			return Result{}, err
 		}
 	}
-	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
-	if err != nil {
+	// An existing volume's manifest decides whether there is anything to
+	// do; a missing volume is made only once the zip is known to be good.
+	var h *helper
+	defer func() { h.close() }() // the helper made below, if any
+	var cur *Manifest
+	if ok, err := volumeExists(ctx, eng, o.Volume); err != nil {
 		return Result{}, err
-	}
-	defer h.close()
-	cur, err := h.readManifest(ctx)
-	if err != nil {
-		return Result{}, err
+	} else if ok {
+		if h, err = openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, false); err != nil {
+			return Result{}, err
+		}
+		if cur, err = h.readManifest(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	res := Result{}
 	res.Volume = o.Volume
@@ -75,7 +87,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	}
 
 	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
-		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter}
+		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock}
 	if o.URL != "" {
 		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter})
 		if err != nil {
@@ -95,6 +107,16 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		lo.Source = Source{File: filepath.Base(o.Zip), SHA256: d}
 	}
 	res.Digest = lo.Source.SHA256
+	if o.URL != "" {
+		if err := checkZip(lo.Zip); err != nil {
+			return res, err
+		}
+	}
+	if h == nil {
+		if h, err = openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true); err != nil {
+			return res, err
+		}
+	}
 	lr, err := load(ctx, h, cur, lo)
 	res.LoadResult = lr
 	if err == nil {

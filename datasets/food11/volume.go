@@ -31,6 +31,7 @@ type helper struct {
 	extra    map[string]string // extra labels (tests add dockertest.TestLabel)
 	id       string
 	labelled bool // the volume carries LabelDataset: its content is mltrain's
+	vol      docker.Volume
 }
 
 // volumeLabels are the labels a dataset volume is created with. `mltrain down`
@@ -52,7 +53,7 @@ func openHelper(ctx context.Context, eng docker.Engine, volume, image string, ex
 	h := &helper{eng: eng, volume: volume, image: image, extra: extra}
 	if create {
 		if _, err := eng.VolumeEnsure(ctx, volume, volumeLabels(extra)); err != nil {
-			return nil, clierr.WithHint(fmt.Errorf("dataset volume %s: %w", volume, err), "check the engine with 'mltrain doctor'")
+			return nil, fmt.Errorf("dataset volume %s: %w", volume, err)
 		}
 	}
 	v, err := eng.VolumeInspect(ctx, volume)
@@ -62,7 +63,7 @@ func openHelper(ctx context.Context, eng docker.Engine, volume, image string, ex
 		}
 		return nil, fmt.Errorf("dataset volume %s: %w", volume, err)
 	}
-	h.labelled = v.Labels[LabelDataset] != ""
+	h.labelled, h.vol = v.Labels[LabelDataset] != "", v
 	if err := ensureHelperImage(ctx, eng, image, extra); err != nil {
 		return nil, err
 	}
@@ -254,3 +255,14 @@ func (h *helper) writeManifest(ctx context.Context, m Manifest) error {
 }
 
 var errCopyEnded = errors.New("the engine stopped reading the dataset stream")
+
+// volumeExists reports whether the dataset volume is there, without making it.
+func volumeExists(ctx context.Context, eng docker.Engine, volume string) (bool, error) {
+	if _, err := eng.VolumeInspect(ctx, volume); err != nil {
+		if docker.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("dataset volume %s: %w", volume, err)
+	}
+	return true, nil
+}

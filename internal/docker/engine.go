@@ -107,6 +107,8 @@ type Volume struct {
 	Labels     map[string]string
 	Mountpoint string
 	CreatedAt  string
+	Driver     string            // "local" for the engine's own
+	Options    map[string]string // the driver's options (local: type, device, o)
 }
 
 // Container is a container as listed.

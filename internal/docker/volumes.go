@@ -26,7 +26,7 @@ func (s *SDK) VolumeInspect(ctx context.Context, name string) (Volume, error) {
 		return Volume{}, fmt.Errorf("inspect volume %s: %w", name, err)
 	}
 	v := r.Volume
-	return Volume{Name: v.Name, Labels: v.Labels, Mountpoint: v.Mountpoint, CreatedAt: v.CreatedAt}, nil
+	return Volume{Name: v.Name, Labels: v.Labels, Mountpoint: v.Mountpoint, CreatedAt: v.CreatedAt, Driver: v.Driver, Options: v.Options}, nil
 }
 
 func (s *SDK) VolumeList(ctx context.Context, labels map[string]string) ([]Volume, error) {
@@ -36,7 +36,7 @@ func (s *SDK) VolumeList(ctx context.Context, labels map[string]string) ([]Volum
 	}
 	var out []Volume
 	for _, v := range r.Items {
-		out = append(out, Volume{Name: v.Name, Labels: v.Labels, Mountpoint: v.Mountpoint, CreatedAt: v.CreatedAt})
+		out = append(out, Volume{Name: v.Name, Labels: v.Labels, Mountpoint: v.Mountpoint, CreatedAt: v.CreatedAt, Driver: v.Driver, Options: v.Options})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
