@@ -55,7 +55,8 @@ takes the bundle's token and that the worker image runs the lab's Ray and Python
 waits until the head lists this host's nodes ALIVE with their GPUs. A second join changes
 nothing; 'mltrain down' here removes only these workers. --render-only --out DIR writes
 compose.yaml and starts nothing.`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: map[string]string{rerunWith: "BUNDLE"},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&o.Join.Workers, "workers", 0, "number of workers (default: one per GPU)")
