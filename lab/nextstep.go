@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/mltrain/mltrain/compose"
@@ -9,6 +10,7 @@ import (
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab/ready"
 )
 
 // Commands writes the mltrain command lines a next step names, for the lab
@@ -48,6 +50,20 @@ func (c Commands) Again() string {
 		return c.Line("up")
 	}
 	return c.Line(c.Ran...)
+}
+
+// AgainWith is the user's command with flag set to value.
+func (c Commands) AgainWith(flag, value string) string {
+	ran := slices.Clone(c.Ran)
+	if len(ran) == 0 {
+		ran = []string{"up"}
+	}
+	if i := slices.Index(ran, flag); i >= 0 && i+1 < len(ran) {
+		ran[i+1] = value
+	} else {
+		ran = append(ran, flag, value)
+	}
+	return c.Line(ran...)
 }
 
 // troubleshooter is a container failure that says how to look into it.
@@ -95,6 +111,10 @@ var kinds = []struct {
 	kind error
 	hint func(c Commands) string
 }{
+	{ready.ErrNotReady, func(c Commands) string {
+		return "run '" + c.Line("status") + "' and '" + c.Line("logs", "SERVICE") + "' to see why; '" +
+			c.AgainWith("--timeout", "20m") + "' if the node is just slow"
+	}},
 	{compose.ErrNotRendered, func(c Commands) string {
 		return "run '" + c.Line("render") + "' (or '" + c.Line("up") + "') to write it"
 	}},

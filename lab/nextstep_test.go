@@ -12,6 +12,7 @@ import (
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
+	"github.com/mltrain/mltrain/lab/ready"
 )
 
 func TestCommandsLineCarriesTheLabsFlags(t *testing.T) {
@@ -21,6 +22,9 @@ func TestCommandsLineCarriesTheLabsFlags(t *testing.T) {
 	assert.Equal(t, `mltrain --project lab2 --state-dir "/srv/my labs/2" logs minio`,
 		Commands{Project: "lab2", StateDir: "/srv/my labs/2"}.Line("logs", "minio"), "a path with a space is quoted")
 	assert.Equal(t, "mltrain up", Commands{}.Again(), "no command read: up")
+	assert.Equal(t, "mltrain join BUNDLE --timeout 20m --workers 2",
+		Commands{Ran: []string{"join", "BUNDLE", "--timeout", "5m", "--workers", "2"}}.AgainWith("--timeout", "20m"), "the flag's value is replaced")
+	assert.Equal(t, "mltrain up --timeout 20m", Commands{}.AgainWith("--timeout", "20m"))
 	assert.Equal(t, "mltrain --project lab2 join BUNDLE --workers 2",
 		Commands{Project: "lab2", Ran: []string{"join", "BUNDLE", "--workers", "2"}}.Again())
 }
@@ -40,8 +44,9 @@ func TestHintNamesTheCommandTheUserRan(t *testing.T) {
 		clierr.Mark(errors.New("image x is not on this host"), compose.ErrImageMissing),
 		clierr.Mark(errors.New("port taken"), compose.ErrPortTaken),
 		&images.BuildError{Ref: "w:1", LabImage: true, Err: errors.New("build w:1: boom")},
+		clierr.Mark(errors.New("lab not ready after 10m"), ready.ErrNotReady),
 	} {
-		assert.Contains(t, join.Hint(err), "'mltrain --project lab2 join BUNDLE'", err)
+		assert.Contains(t, join.Hint(err), "'mltrain --project lab2 join BUNDLE", err)
 		assert.NotContains(t, join.Hint(err), " up'", err)
 	}
 }
