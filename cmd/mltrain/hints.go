@@ -28,15 +28,11 @@ const commandEnd = "'\"`;()\n&|"
 // carries them; empty for the default lab. An invalid --project is not
 // carried (its own error says so).
 func (a *app) labArgs() string {
-	var words []string
-	if a.project != lab.DefaultProject && lab.CheckProject(a.project) == nil {
-		words = append(words, "--project", shellWord(a.project))
-	}
-	if a.stateDir != "" {
-		words = append(words, "--state-dir", shellWord(a.stateDir))
-	}
-	return strings.Join(words, " ")
+	return strings.TrimSpace(strings.TrimPrefix(a.lab().Line(), "mltrain"))
 }
+
+// lab writes the command lines of next steps on this command's lab.
+func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
 
 // next is the one place a next step is written for the user: every
 // 'mltrain <command>' in text gets the lab's non-default --project and
@@ -66,8 +62,6 @@ func (a *app) next(text string) string {
 	b.WriteString(text[last:])
 	return b.String()
 }
-
-func shellWord(s string) string { return lab.ShellWord(s) }
 
 // rerunWith names a command's placeholders for its arguments in the next
 // steps (join's bundle is long and a secret: 'mltrain join BUNDLE').
@@ -130,5 +124,7 @@ func (a *app) commands(c *cobra.Command, args []string) lab.Commands {
 			}
 		}
 	})
-	return lab.Commands{Project: a.project, StateDir: a.stateDir, Ran: ran}
+	c2 := a.lab()
+	c2.Ran = ran
+	return c2
 }
