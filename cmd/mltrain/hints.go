@@ -34,11 +34,13 @@ func (a *app) labArgs() string {
 // lab writes the command lines of next steps on this command's lab.
 func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
 
-// next is the one place a next step is written for the user: every
-// 'mltrain <command>' in text gets the lab's non-default --project and
-// --state-dir, right after "mltrain", unless that command already names one.
-// Errors' Next lines, verify's fix column and the commands' own "Next:"
-// lines all pass through it.
+// next gives every 'mltrain <command>' in lab/'s prose the lab's
+// non-default --project and --state-dir, right after "mltrain", unless that
+// command already names one. It remains for the prose lab/ still writes as
+// plain text (verify's fix column, the exercises' guide and records,
+// status's Next, lab/'s own hints); next steps for errors from below lab/
+// and cmd's own lines are built by lab.Commands and pass through unchanged.
+// New code writes commands with lab.Commands, not for this pass.
 func (a *app) next(text string) string {
 	flags := a.labArgs()
 	if flags == "" || text == "" {
