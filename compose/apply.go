@@ -253,8 +253,7 @@ type prepared struct {
 func prepareService(ctx context.Context, eng docker.Engine, p *types.Project, s types.ServiceConfig, o ApplyOptions) (prepared, error) {
 	img, err := eng.ImageInspect(ctx, s.Image)
 	if docker.IsNotFound(err) {
-		return prepared{}, clierr.WithHint(fmt.Errorf("service %s: image %s is not on this host: %w", s.Name, s.Image, err),
-			"run 'mltrain build' (lab images) or 'mltrain images load FILE' (preloaded images), then 'mltrain up' again")
+		return prepared{}, clierr.Mark(fmt.Errorf("service %s: image %s is not on this host: %w", s.Name, s.Image, err), ErrImageMissing)
 	}
 	if err != nil {
 		return prepared{}, fmt.Errorf("service %s: %w", s.Name, err)
@@ -353,11 +352,9 @@ func explainStart(s types.ServiceConfig, name string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
-		return clierr.WithHint(fmt.Errorf("service %s: a host port it publishes is taken: %w", s.Name, err),
-			"run 'mltrain doctor' to see which container or process holds it, stop that, then 'mltrain up'")
+		return clierr.Mark(fmt.Errorf("service %s: a host port it publishes is taken: %w", s.Name, err), ErrPortTaken)
 	case strings.Contains(msg, "could not select device driver") || strings.Contains(msg, "nvidia"):
-		return clierr.WithHint(fmt.Errorf("service %s: the engine cannot give the container its GPU: %w", s.Name, err),
-			"run 'mltrain doctor' (NVIDIA: 'sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker')")
+		return clierr.Mark(fmt.Errorf("service %s: the engine cannot give the container its GPU: %w", s.Name, err), ErrNoGPURuntime)
 	}
 	return fmt.Errorf("start %s: %w", name, err)
 }

@@ -167,7 +167,7 @@ func TestApplyFailsFastWhenDependencyExits(t *testing.T) {
 	assert.Equal(t, name+"-db", cf.Container)
 	assert.Contains(t, cf.Reason, "exited with code 3")
 	assert.Contains(t, cf.Logs, "sleeper exiting with 3", "the failure carries the container's last log lines")
-	assert.Contains(t, clierr.Hint(err), "docker logs "+name+"-db")
+	assert.Equal(t, "see 'docker logs "+name+"-db' and 'docker inspect "+name+"-db'", cf.Troubleshoot())
 	assert.Less(t, time.Since(start), 50*time.Second, "failed fast, long before the health timeout") // sanity bound, not a benchmark
 	app, err := eng.ContainerInspect(ctx, name+"-app1")
 	require.NoError(t, err, "every container is made up front")
@@ -230,7 +230,7 @@ func TestApplyRefusesForeignContainerAndMissingImage(t *testing.T) {
 	_, err := Apply(ctx, eng, p, ApplyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "image mltrain-test/absent:"+name+" is not on this host")
-	assert.Contains(t, clierr.Hint(err), "mltrain build")
+	assert.ErrorIs(t, err, ErrImageMissing)
 
 	// A container with the lab's container name but not the lab's labels.
 	foreign := name + "-foreign"

@@ -78,6 +78,7 @@ func TestApplyOnTheFakeEngineRefusesAForeignContainerAndAMissingImage(t *testing
 	_, err = Apply(context.Background(), fake.New(), sleeperProject(t, "q", img, "a", ""), ApplyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "image local/sleeper:1 is not on this host")
+	assert.ErrorIs(t, err, ErrImageMissing)
 }
 
 func TestApplyOnTheFakeEngineStopsAtAFailedStart(t *testing.T) {
@@ -93,4 +94,16 @@ func TestApplyOnTheFakeEngineStopsAtAFailedStart(t *testing.T) {
 	_, err := Apply(context.Background(), eng, sleeperProject(t, "p", img, "a", ""), ApplyOptions{})
 	require.ErrorIs(t, err, boom)
 	assert.Equal(t, []string{"p-db"}, eng.CallsOf("start"), "dependents never start")
+
+	// The engine's common start failures say what went wrong by kind.
+	for msg, kind := range map[string]error{
+		"Bind for 0.0.0.0:8265 failed: port is already allocated":        ErrPortTaken,
+		"could not select device driver \"\" with capabilities: [[gpu]]": ErrNoGPURuntime,
+	} {
+		eng := fakeWithImage(img)
+		eng.StartFunc = func(string) error { return errors.New(msg) }
+		_, err := Apply(context.Background(), eng, sleeperProject(t, "p", img, "a", ""), ApplyOptions{})
+		assert.ErrorIs(t, err, kind, msg)
+		assert.Contains(t, err.Error(), msg, "the engine's words stay in the message")
+	}
 }

@@ -7,14 +7,13 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mltrain/mltrain/internal/clierr"
 )
 
 func TestLoadWithoutComposeFile(t *testing.T) {
 	_, err := Load(context.Background(), t.TempDir())
 	require.Error(t, err)
-	assert.Contains(t, clierr.Hint(err), "mltrain render")
+	assert.ErrorIs(t, err, ErrNotRendered)
+	assert.Contains(t, err.Error(), "compose.yaml does not exist")
 }
 
 func TestCheckPorts(t *testing.T) {

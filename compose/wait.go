@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 )
@@ -38,9 +37,28 @@ func (e *ContainerFailure) Error() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// Troubleshoot is how to look into the container with Docker itself; the
+// command the user ran adds how to try again.
+func (e *ContainerFailure) Troubleshoot() string { return troubleshoot(e.Container) }
+
 func troubleshoot(name string) string {
-	return fmt.Sprintf("see 'docker logs %s' and 'docker inspect %s', fix the cause, then run 'mltrain up' again (or 'mltrain status')", name, name)
+	return fmt.Sprintf("see 'docker logs %s' and 'docker inspect %s'", name, name)
 }
+
+// NotHealthyError is a container still not healthy when the wait for it
+// ran out.
+type NotHealthyError struct {
+	Container string
+	After     time.Duration
+	Health    string
+}
+
+func (e *NotHealthyError) Error() string {
+	return fmt.Sprintf("container %s not healthy after %s (health: %s)", e.Container, e.After, e.Health)
+}
+
+// Troubleshoot is how to look into the container with Docker itself.
+func (e *NotHealthyError) Troubleshoot() string { return troubleshoot(e.Container) }
 
 func failure(ctx context.Context, eng docker.Engine, name, reason string) error {
 	var buf bytes.Buffer
@@ -49,7 +67,7 @@ func failure(ctx context.Context, eng docker.Engine, name, reason string) error 
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = eng.ContainerLogs(lctx, name, docker.LogsOptions{Tail: fmt.Sprint(LogTail)}, &buf, &buf)
-	return clierr.WithHint(&ContainerFailure{Container: name, Reason: reason, Logs: buf.String()}, troubleshoot(name))
+	return &ContainerFailure{Container: name, Reason: reason, Logs: buf.String()}
 }
 
 // checkAlive returns a failure when the container has exited or is unhealthy.
@@ -87,7 +105,7 @@ func WaitHealthy(ctx context.Context, eng docker.Engine, name string, timeout ti
 		select {
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
-				return clierr.WithHint(fmt.Errorf("container %s not healthy after %s (health: %s)", name, timeout, d.Health), troubleshoot(name))
+				return &NotHealthyError{Container: name, After: timeout, Health: d.Health}
 			}
 			return fmt.Errorf("wait for %s: %w", name, ctx.Err())
 		case <-time.After(pollEvery):

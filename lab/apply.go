@@ -31,7 +31,7 @@ func ensureImages(ctx context.Context, eng docker.Engine, project *types.Project
 	}
 	res, err := images.Ensure(ctx, eng, req, o, rep)
 	if ue := (*images.UnavailableError)(nil); errors.As(err, &ue) {
-		return res, clierr.WithHint(err, ue.Hint(flags))
+		return res, clierr.WithHint(err, PreloadHint(ue, flags))
 	}
 	if err != nil {
 		return res, err

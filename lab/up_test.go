@@ -262,7 +262,7 @@ func TestUpFailsFastAndRollsBackFirstUp(t *testing.T) {
 	assert.Equal(t, s.project+"-jupyter", cf.Container)
 	assert.Contains(t, cf.Reason, "exited with code 4")
 	assert.Contains(t, cf.Logs, "sleeper exiting with 4")
-	assert.Contains(t, clierr.Hint(err), "docker logs "+s.project+"-jupyter")
+	assert.Contains(t, lab.Commands{}.Hint(err), "docker logs "+s.project+"-jupyter")
 	assert.Empty(t, s.ids(), "a failed first up removes its containers")
 	vols, err := s.eng.VolumeList(ctx, map[string]string{labels.Project: s.project})
 	require.NoError(t, err)

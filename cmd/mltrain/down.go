@@ -28,8 +28,9 @@ never removed by down.`,
 		if volumes && !yes {
 			fmt.Fprintf(a.errOut, "Remove lab %q's volumes, including every MinIO checkpoint? [y/N] ", a.project)
 			line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-				return clierr.Hintf("run 'mltrain down' to keep the volumes, or 'mltrain down --volumes --yes'", "not confirmed: nothing removed")
+			if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
+				return clierr.Hintf(fmt.Sprintf("run '%s' to keep the volumes, or '%s'", a.lab().Line("down"), a.lab().Line("down", "--volumes", "--yes")),
+					"not confirmed: nothing removed")
 			}
 		}
 		eng, err := a.connect(cmd.Context())
@@ -52,7 +53,7 @@ never removed by down.`,
 		}
 		fmt.Fprintf(a.out, "Removed %d containers of lab %q.", len(removed), a.project)
 		if !volumes {
-			fmt.Fprint(a.out, a.next(" Volumes kept ('mltrain down --volumes' removes them)."))
+			fmt.Fprintf(a.out, " Volumes kept ('%s' removes them).", a.lab().Line("down", "--volumes"))
 		}
 		fmt.Fprintln(a.out)
 		return nil

@@ -4,6 +4,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -24,21 +28,19 @@ const commandEnd = "'\"`;()\n&|"
 // carries them; empty for the default lab. An invalid --project is not
 // carried (its own error says so).
 func (a *app) labArgs() string {
-	var words []string
-	if a.project != lab.DefaultProject && lab.CheckProject(a.project) == nil {
-		words = append(words, "--project", shellWord(a.project))
-	}
-	if a.stateDir != "" {
-		words = append(words, "--state-dir", shellWord(a.stateDir))
-	}
-	return strings.Join(words, " ")
+	return strings.TrimSpace(strings.TrimPrefix(a.lab().Line(), "mltrain"))
 }
 
-// next is the one place a next step is written for the user: every
-// 'mltrain <command>' in text gets the lab's non-default --project and
-// --state-dir, right after "mltrain", unless that command already names one.
-// Errors' Next lines, verify's fix column and the commands' own "Next:"
-// lines all pass through it.
+// lab writes the command lines of next steps on this command's lab.
+func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
+
+// next gives every 'mltrain <command>' in lab/'s prose the lab's
+// non-default --project and --state-dir, right after "mltrain", unless that
+// command already names one. It remains for the prose lab/ still writes as
+// plain text (verify's fix column, the exercises' guide and records,
+// status's Next, lab/'s own hints); next steps for errors from below lab/
+// and cmd's own lines are built by lab.Commands and pass through unchanged.
+// New code writes commands with lab.Commands, not for this pass.
 func (a *app) next(text string) string {
 	flags := a.labArgs()
 	if flags == "" || text == "" {
@@ -63,10 +65,68 @@ func (a *app) next(text string) string {
 	return b.String()
 }
 
-// shellWord quotes s for a shell when it needs it, as rerunLine does.
-func shellWord(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !strings.ContainsRune(shellSafe, r) }) {
-		return s
+// rerunWith names a command's placeholders for its arguments in the next
+// steps (join's bundle is long and a secret: 'mltrain join BUNDLE').
+const rerunWith = "rerun-args"
+
+// nextSteps makes every command's error that says what went wrong but not
+// what to type carry the next step for it, written for the command the
+// user ran (lab.Commands.Hint).
+func (a *app) nextSteps(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				err := run(cmd, args)
+				if err == nil || clierr.Hint(err) != "" {
+					return err
+				}
+				if h := a.commands(cmd, args).Hint(err); h != "" {
+					return clierr.WithHint(err, h)
+				}
+				return err
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`").Replace(s) + `"`
+	walk(root)
+}
+
+// commands are the command lines of next steps for c run with args: the
+// lab's flags as this run resolved them, and c's own words, arguments and
+// the flags the user gave, to run it again.
+func (a *app) commands(c *cobra.Command, args []string) lab.Commands {
+	ran := strings.Fields(c.CommandPath())[1:]
+	if p, ok := c.Annotations[rerunWith]; ok {
+		ran = append(ran, strings.Fields(p)...)
+	} else {
+		ran = append(ran, args...)
+	}
+	inherited := c.InheritedFlags()
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if inherited.Lookup(f.Name) != nil {
+			return // the lab's flags are Commands' own; --json, -v change no outcome
+		}
+		name := "--" + f.Name
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			for _, s := range v.GetSlice() {
+				ran = append(ran, name, s)
+			}
+		default:
+			switch {
+			case f.Name == "ray-token":
+				ran = append(ran, name, "TOKEN") // never print a secret
+			case f.Value.Type() == "bool" && f.Value.String() == "true":
+				ran = append(ran, name)
+			default:
+				ran = append(ran, name, f.Value.String())
+			}
+		}
+	})
+	c2 := a.lab()
+	c2.Ran = ran
+	return c2
 }

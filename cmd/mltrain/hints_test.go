@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -77,4 +80,36 @@ func TestErrorsNextLineCarriesTheLabsFlags(t *testing.T) {
 	_, stderr, code := runOffline(t, "credentials", "--project", "ncaudit", "--state-dir", dir)
 	assert.Equal(t, clierr.ExitFailure, code)
 	assert.Contains(t, stderr, "Next: run 'mltrain --project ncaudit --state-dir "+dir+" up' to re-create the lab", stderr)
+}
+
+// A join that fails below lab/ (a worker container that exits) tells the
+// user on the second host to run join again, with the bundle's place and
+// the flags given, on the same lab; up's names up.
+func TestAFailedJoinNamesJoinsRerun(t *testing.T) {
+	b := lab.JoinBundle{Lab: "lab2", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: strings.Repeat("ab", 32),
+		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: "LABUSER000", S3Secret: "labsecret0", RayVersion: lab.DefaultRayVersion,
+		Python: "3.12", ImageHash: "000000000000", ImageKind: "ray-rocm", PortBase: lab.DefaultRayPortBase}
+	failing := func(args ...string) (string, string) {
+		var out, errOut bytes.Buffer
+		a := newApp(&out, &errOut)
+		a.connect = func(context.Context) (docker.Engine, error) {
+			return nil, fmt.Errorf("apply: %w", &compose.ContainerFailure{Container: "lab2-ray-worker-1", Reason: "exited with code 1"})
+		}
+		root := a.root()
+		root.SetArgs(args)
+		err := root.ExecuteContext(context.Background())
+		require.Error(t, err)
+		report(&errOut, err, a.next)
+		return clierr.Hint(err), errOut.String()
+	}
+	hint, stderr := failing("join", b.Encode(), "--workers", "2", "--share-gpu")
+	assert.Equal(t, "see 'docker logs lab2-ray-worker-1' and 'docker inspect lab2-ray-worker-1', fix the cause, "+
+		"then run 'mltrain --project lab2 join BUNDLE --share-gpu --workers 2' again (or 'mltrain --project lab2 status')", hint)
+	assert.NotContains(t, stderr, "up'")
+	assert.NotContains(t, stderr, b.RayToken, "the bundle holds the lab's secrets")
+	assert.Contains(t, stderr, "Next: "+hint)
+
+	dir := t.TempDir()
+	hint, _ = failing("up", "--project", "lab2", "--state-dir", dir)
+	assert.Contains(t, hint, "then run 'mltrain --project lab2 --state-dir "+dir+" up' again")
 }

@@ -55,7 +55,8 @@ takes the bundle's token and that the worker image runs the lab's Ray and Python
 waits until the head lists this host's nodes ALIVE with their GPUs. A second join changes
 nothing; 'mltrain down' here removes only these workers. --render-only --out DIR writes
 compose.yaml and starts nothing.`,
-		Args: cobra.ExactArgs(1),
+		Args:        cobra.ExactArgs(1),
+		Annotations: map[string]string{rerunWith: "BUNDLE"},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&o.Join.Workers, "workers", 0, "number of workers (default: one per GPU)")
@@ -177,9 +178,9 @@ func (a *app) printJoin(r lab.Result, b lab.JoinBundle) {
 		fmt.Fprintf(&s, "  node %s  %s  %g GPU  %s\n", n.NodeID, n.NodeIP, n.GPUs(), n.State)
 	}
 	if !r.HasData {
-		fmt.Fprintf(&s, "The dataset is not on this host yet: 'mltrain data food11' here before training.\n")
+		fmt.Fprintf(&s, "The dataset is not on this host yet: '%s' here before training.\n", a.lab().Line("data", "food11"))
 	}
 	fmt.Fprintf(&s, "Ray dashboard (on the first host): %s\n", b.DashboardURL())
-	fmt.Fprintln(&s, "Next: 'mltrain status' here or on the first host; 'mltrain down' here removes only these workers.")
-	fmt.Fprint(a.out, a.next(s.String()))
+	fmt.Fprintf(&s, "Next: '%s' here or on the first host; '%s' here removes only these workers.\n", a.lab().Line("status"), a.lab().Line("down"))
+	fmt.Fprint(a.out, s.String())
 }

@@ -72,6 +72,7 @@ and verifies them.`,
 	// are usage errors too.
 	root.InitDefaultCompletionCmd()
 	usageErrors(root)
+	a.nextSteps(root)
 	usageChecks := root.PersistentPreRunE
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if err := usageChecks(c, args); err != nil {
@@ -182,12 +183,10 @@ func interrupted(ctx context.Context, err error, args []string) error {
 func rerunLine(args []string) string {
 	words := []string{"mltrain"}
 	for _, a := range args {
-		words = append(words, shellWord(a))
+		words = append(words, lab.ShellWord(a))
 	}
 	return strings.Join(words, " ")
 }
-
-const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,"
 
 // report prints err as every command's error reads (the error, then the
 // Next line, written by next) and returns the exit code.

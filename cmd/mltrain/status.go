@@ -37,7 +37,7 @@ container (an up that did not finish).`,
 				return st.MissingError()
 			}
 			if len(st.Services) == 0 && len(st.Missing) == 0 {
-				fmt.Fprint(a.out, a.next(fmt.Sprintf("Lab %q has no containers. Next: 'mltrain up'.\n", a.project)))
+				fmt.Fprintf(a.out, "Lab %q has no containers. Next: '%s'.\n", a.project, a.lab().Line("up"))
 				for _, n := range st.Notes {
 					fmt.Fprintf(a.out, "Note: %s\n", n)
 				}

@@ -82,7 +82,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 // so a re-run's output (often pasted into chats and tickets) holds no secret.
 func (a *app) printUp(r lab.Result) {
 	var b strings.Builder
-	p := r.Plan
+	p, c := r.Plan, a.lab()
 	fmt.Fprintf(&b, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
 	if n := len(r.Apply.Created) + len(r.Apply.Recreated) + len(r.Apply.Started); n == 0 {
 		fmt.Fprint(&b, "; nothing changed")
@@ -91,16 +91,16 @@ func (a *app) printUp(r lab.Result) {
 	writeURLs(&b, r.URLs)
 	file := r.StateDir.File(lab.CredentialsFile)
 	if r.CredentialsCreated {
-		fmt.Fprintf(&b, "\nThe lab's new credentials, shown once here ('mltrain credentials' shows them again):\n")
+		fmt.Fprintf(&b, "\nThe lab's new credentials, shown once here ('%s' shows them again):\n", c.Line("credentials"))
 		writeCredentials(&b, r.URLs, r.Credentials)
 		fmt.Fprintf(&b, "They are kept in %s (mode 0600).\n", file)
 	} else {
-		fmt.Fprintf(&b, "\nCredentials: 'mltrain credentials' (kept in %s, mode 0600).\n", file)
+		fmt.Fprintf(&b, "\nCredentials: '%s' (kept in %s, mode 0600).\n", c.Line("credentials"), file)
 	}
 	if p.Network == lab.NetworkHost {
-		fmt.Fprintf(&b, "\nOther hosts may join: 'mltrain join-token' prints the line to run there. Ray's nodes talk on many ports both ways:\n"+
-			"allow all TCP between this host (%s) and each joining host, and nothing else from outside.\n", p.NodeIP)
+		fmt.Fprintf(&b, "\nOther hosts may join: '%s' prints the line to run there. Ray's nodes talk on many ports both ways:\n"+
+			"allow all TCP between this host (%s) and each joining host, and nothing else from outside.\n", c.Line("join-token"), p.NodeIP)
 	}
-	fmt.Fprintln(&b, "Next: 'mltrain data food11' (if not done), then 'mltrain lab guide'.")
-	fmt.Fprint(a.out, a.next(b.String()))
+	fmt.Fprintf(&b, "Next: '%s' (if not done), then '%s'.\n", c.Line("data", "food11"), c.Line("lab", "guide"))
+	fmt.Fprint(a.out, b.String())
 }

@@ -139,3 +139,19 @@ type interrupted struct {
 
 func (i *interrupted) Error() string { return i.msg }
 func (i *interrupted) Unwrap() error { return i.err }
+
+// Mark makes err also be kind (errors.Is(err, kind) holds) with err's
+// message unchanged: a package below lab/ says what went wrong by a
+// sentinel, and the layer that knows the user's command turns the kind
+// into what to type next.
+func Mark(err, kind error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{err: err, kind: kind}
+}
+
+type marked struct{ err, kind error }
+
+func (m *marked) Error() string   { return m.err.Error() }
+func (m *marked) Unwrap() []error { return []error{m.err, m.kind} }

@@ -61,3 +61,14 @@ func TestInterrupted(t *testing.T) {
 	assert.Equal(t, "interrupted: mltrain data food11 stopped during: download of http://x/f.zip interrupted; the partial file f.zip.part is kept and resumed next time",
 		Interrupted(fetch, syscall.SIGINT, "mltrain data food11").Error())
 }
+
+func TestMark(t *testing.T) {
+	kind := errors.New("unreachable")
+	cause := errors.New("dial tcp: refused")
+	err := fmt.Errorf("ray: %w", Mark(fmt.Errorf("GET /nodes: %w", cause), kind))
+	assert.Equal(t, "ray: GET /nodes: dial tcp: refused", err.Error(), "the message is the error's own")
+	assert.ErrorIs(t, err, kind)
+	assert.ErrorIs(t, err, cause, "the cause stays in the chain")
+	assert.NotErrorIs(t, errors.New("x"), kind)
+	assert.Nil(t, Mark(nil, kind))
+}

@@ -47,8 +47,7 @@ func Save(ctx context.Context, eng docker.Engine, refs []string, file string, r 
 		}
 	}
 	if len(res.Saved) == 0 {
-		return res, clierr.Hintf("run 'mltrain build' (and 'mltrain up' for the external images) on this node first, or save on a node that has them",
-			"none of the lab's images is on this host, nothing to save (looked for %d images)", len(res.Missing))
+		return res, clierr.Mark(fmt.Errorf("none of the lab's images is on this host, nothing to save (looked for %d images)", len(res.Missing)), ErrNothingToSave)
 	}
 	dir := filepath.Dir(file)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".partial-*")
@@ -91,6 +90,18 @@ type manifestEntry struct {
 	Layers   []string
 }
 
+// What went wrong with an images archive, for the layer that knows the
+// user's command to say what to do next (errors.Is).
+var (
+	// ErrNothingToSave: none of the images to save is on this host.
+	ErrNothingToSave = errors.New("no image to save")
+	// ErrNoArchive: the archive to load cannot be opened.
+	ErrNoArchive = errors.New("images archive cannot be opened")
+	// ErrBadArchive: the archive is incomplete or the engine refused it
+	// (a *CorruptArchiveError is one).
+	ErrBadArchive = errors.New("images archive unusable")
+)
+
 // CorruptArchiveError says file is not a complete image archive.
 type CorruptArchiveError struct {
 	File string
@@ -98,9 +109,10 @@ type CorruptArchiveError struct {
 }
 
 func (e *CorruptArchiveError) Error() string {
-	return fmt.Sprintf("%s is not a complete image archive (from 'mltrain images save' or 'docker save'): %v", e.File, e.Err)
+	return fmt.Sprintf("%s is not a complete image archive (as an images save or 'docker save' writes it): %v", e.File, e.Err)
 }
-func (e *CorruptArchiveError) Unwrap() error { return e.Err }
+func (e *CorruptArchiveError) Unwrap() error        { return e.Err }
+func (e *CorruptArchiveError) Is(target error) bool { return target == ErrBadArchive }
 
 // Load loads an archive made by Save (or docker save; plain or gzip). The
 // whole archive is checked first (a complete tar whose manifest names files
@@ -140,8 +152,7 @@ func Load(ctx context.Context, eng docker.Engine, file string, r progress.Report
 	cr := &countingReader{r: f, onRead: func(n int64) { progress.Advance(r, step, n, max(size, n), "bytes") }}
 	if _, err := eng.ImageLoad(ctx, cr); err != nil {
 		undoTags(ctx, eng, tags, before)
-		err = clierr.WithHint(fmt.Errorf("load images from %s: %w", file, err),
-			"make the archive again with 'mltrain images save FILE' on a node that has the images")
+		err = clierr.Mark(fmt.Errorf("load images from %s: %w", file, err), ErrBadArchive)
 		progress.Failed(r, step, err)
 		return nil, err
 	}
@@ -169,15 +180,14 @@ func undoTags(ctx context.Context, eng docker.Engine, tags []string, before map[
 }
 
 // checkArchive reads the whole archive and returns its manifest, or a
-// *CorruptArchiveError (with a clierr hint) saying what is wrong.
+// *CorruptArchiveError saying what is wrong.
 func checkArchive(file string) ([]manifestEntry, error) {
 	bad := func(err error) error {
-		return clierr.WithHint(&CorruptArchiveError{File: file, Err: err},
-			"make the archive again with 'mltrain images save FILE' on a node that has the images, and copy it completely")
+		return &CorruptArchiveError{File: file, Err: err}
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, clierr.WithHint(fmt.Errorf("open images archive: %w", err), "give the path of a file made by 'mltrain images save FILE'")
+		return nil, clierr.Mark(fmt.Errorf("open images archive: %w", err), ErrNoArchive)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)

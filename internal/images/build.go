@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -115,12 +114,21 @@ func (e *StepError) Error() string {
 	return b.String()
 }
 
+// BuildError is an image build that failed: Err is a *StepError when the
+// build got as far as a Dockerfile step. LabImage says whether the image is
+// one of the lab's own (its build downloads from the package sources its
+// Dockerfile names, and prebuilt images can replace it).
+type BuildError struct {
+	Ref      string
+	LabImage bool
+	Err      error
+}
+
+func (e *BuildError) Error() string { return e.Err.Error() }
+func (e *BuildError) Unwrap() error { return e.Err }
+
 func buildFailed(s Spec, lastStep string, err error) error {
-	hint := "fix the failing step, then run 'mltrain build' again"
-	if s.Role != "" { // one of the lab's own images
-		hint = "the build downloads from the package sources its Dockerfile names; fix the cause above and run 'mltrain build' again, " +
-			"or load prebuilt images: 'mltrain images load FILE' (made by 'mltrain images save FILE' on a node that has them)"
-	}
+	failed := &BuildError{Ref: s.Ref, LabImage: s.Role != "", Err: fmt.Errorf("build %s: %w", s.Ref, err)}
 	var be *docker.BuildError
 	if errors.As(err, &be) {
 		var tail []string
@@ -129,9 +137,9 @@ func buildFailed(s Spec, lastStep string, err error) error {
 				tail = append(tail, l)
 			}
 		}
-		return clierr.WithHint(&StepError{Ref: s.Ref, Step: lastStep, Message: be.Message, Tail: tail}, hint)
+		failed.Err = &StepError{Ref: s.Ref, Step: lastStep, Message: be.Message, Tail: tail}
 	}
-	return clierr.WithHint(fmt.Errorf("build %s: %w", s.Ref, err), hint)
+	return failed
 }
 
 // ansi matches the colour codes the classic builder puts around a step's stderr.

@@ -33,7 +33,7 @@ func CompareVersions(workerRef string, worker docker.Image, jupyterRef string, j
 			out = append(out, fmt.Sprintf("cannot compare %s versions: image %s has no %s label (not built by mltrain?)", l.what, missing, l.label))
 		case w != j:
 			out = append(out, fmt.Sprintf("%s versions differ: worker image %s has %s %s, Jupyter image %s has %s %s; "+
-				"jobs and ray.init from Jupyter may fail: rebuild both with 'mltrain build --rebuild'", l.what, workerRef, l.what, w, jupyterRef, l.what, j))
+				"jobs and ray.init from Jupyter may fail: rebuild both images", l.what, workerRef, l.what, w, jupyterRef, l.what, j))
 		}
 	}
 	return out

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
 )
@@ -22,9 +21,6 @@ type PullResult struct {
 	Present []string `json:"present"`
 	Pulled  []string `json:"pulled"`
 }
-
-// preload is how to get images onto a host that cannot pull them.
-const preload = "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
 
 // UnavailableError lists the images this host does not have and could not
 // (or, with --pull never, must not) pull, each with its cause; images that
@@ -68,23 +64,10 @@ func (e *UnavailableError) Error() string {
 	return b.String()
 }
 
-// Hint is what to do, with alt (another way to have the images, such as a
-// command's flags naming images already here) when it is not empty.
-func (e *UnavailableError) Hint(alt string) string {
-	h := preload
-	if e.Policy == PullNever {
-		h = "run again with --pull missing, or " + preload
-	}
-	if alt != "" {
-		h += ", or " + alt
-	}
-	return h + ", then run again"
-}
-
 // Pull makes refs present according to opts.Pull, pulling in parallel with
 // retries. Each image is one progress step whose size is the sum of its
 // layers, so a live view shows all pulls at once. Images that could not be
-// had are reported together in one *UnavailableError (with a clierr hint).
+// had are reported together in one *UnavailableError (whose Policy says whether pulling was allowed).
 func Pull(ctx context.Context, eng docker.Engine, refs []string, opts Options, r progress.Reporter) (PullResult, error) {
 	var res PullResult
 	policy, err := ParsePullPolicy(string(opts.Pull))
@@ -112,7 +95,7 @@ func Pull(ctx context.Context, eng docker.Engine, refs []string, opts Options, r
 	}
 	if policy == PullNever {
 		e := &UnavailableError{Policy: PullNever, Images: need}
-		return res, clierr.WithHint(e, e.Hint(""))
+		return res, e
 	}
 
 	parallel := opts.Parallel
@@ -158,7 +141,7 @@ func Pull(ctx context.Context, eng docker.Engine, refs []string, opts Options, r
 			e.Images = append(e.Images, ref)
 		}
 		sort.Strings(e.Images)
-		return res, clierr.WithHint(e, e.Hint(""))
+		return res, e
 	}
 	return res, nil
 }

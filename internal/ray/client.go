@@ -38,6 +38,8 @@ var (
 	ErrNotFound            = errors.New("not found")
 	ErrDuplicateSubmission = errors.New("submission id already used")
 	ErrUnreachable         = errors.New("ray dashboard unreachable")
+	// ErrNoAddress: no dashboard address was given or found.
+	ErrNoAddress = errors.New("no Ray dashboard address: RAY_ADDRESS is empty and no lab state was found")
 )
 
 // Options configure a Client.
@@ -80,8 +82,7 @@ func New(o Options) (*Client, error) {
 func ParseAddress(addr string) (*url.URL, error) {
 	addr = strings.TrimSpace(addr)
 	if addr == "" {
-		return nil, clierr.Hintf("set RAY_ADDRESS=http://<head>:8265 or pass --ray-address, or run 'mltrain up' first",
-			"no Ray dashboard address: RAY_ADDRESS is empty and no lab state was found")
+		return nil, ErrNoAddress
 	}
 	if strings.HasPrefix(addr, "ray://") || addr == "auto" || addr == "local" {
 		return nil, clierr.Hintf("set RAY_ADDRESS=http://<head>:8265 (the dashboard, as 'ray job submit' uses)",
@@ -156,8 +157,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, u, ctx.Err())
 		}
-		return clierr.WithHint(fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err),
-			"run 'mltrain status' to see whether the Ray head is up (or check RAY_ADDRESS)")
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.base, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -176,7 +176,8 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	return nil
 }
 
-// statusError adds what the user should do to auth failures.
+// statusError says which auth failure a refusal is (ErrAuthMissing,
+// ErrAuthInvalid) and where the token came from.
 func (c *Client) statusError(e *APIError) error {
 	src := c.tokenSource
 	if src == "" {
@@ -188,10 +189,9 @@ func (c *Client) statusError(e *APIError) error {
 		if c.token != "" {
 			msg = fmt.Errorf("the Ray dashboard at %s did not accept the token's form (%w; token from %s): %v", c.base, ErrAuthMissing, src, e)
 		}
-		return clierr.WithHint(msg, "export RAY_AUTH_TOKEN=<the Ray token 'mltrain up' printed> (or pass --ray-token)")
+		return msg
 	case http.StatusForbidden:
-		return clierr.WithHint(fmt.Errorf("the Ray dashboard at %s rejected the token from %s (%w): %v", c.base, src, ErrAuthInvalid, e),
-			"use the lab's Ray token: 'mltrain status' shows where it is kept; fix RAY_AUTH_TOKEN or --ray-token")
+		return fmt.Errorf("the Ray dashboard at %s rejected the token from %s (%w): %v", c.base, src, ErrAuthInvalid, e)
 	}
 	return e
 }

@@ -39,7 +39,9 @@ func TestParseAddress(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, u.String(), in)
 	}
-	for _, bad := range []string{"", "ray://head:10001", "auto", "ftp://x"} {
+	_, err := ray.ParseAddress("")
+	require.ErrorIs(t, err, ray.ErrNoAddress)
+	for _, bad := range []string{"ray://head:10001", "auto", "ftp://x"} {
 		_, err := ray.ParseAddress(bad)
 		require.Error(t, err, bad)
 		assert.NotEmpty(t, clierr.Hint(err), bad)
@@ -64,19 +66,17 @@ func TestAuthMissingVersusWrong(t *testing.T) {
 	assert.NotErrorIs(t, err, ray.ErrAuthInvalid)
 	assert.Contains(t, err.Error(), "requires a token and none was sent")
 	assert.Contains(t, err.Error(), "RAY_AUTH_TOKEN")
-	assert.Contains(t, clierr.Hint(err), "RAY_AUTH_TOKEN")
 
 	_, err = client(t, srv, "wrong").Jobs(ctx)
 	require.ErrorIs(t, err, ray.ErrAuthInvalid)
 	assert.NotErrorIs(t, err, ray.ErrAuthMissing)
 	assert.Contains(t, err.Error(), "rejected the token from RAY_AUTH_TOKEN")
-	assert.NotEmpty(t, clierr.Hint(err))
 
 	_, err = client(t, srv, "s3cret").Version(ctx)
 	require.NoError(t, err)
 }
 
-func TestUnreachableHintsStatus(t *testing.T) {
+func TestUnreachableSaysWhere(t *testing.T) {
 	srv := raytest.New(t)
 	addr := srv.URL
 	srv.Close()
@@ -84,7 +84,7 @@ func TestUnreachableHintsStatus(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Version(context.Background())
 	require.ErrorIs(t, err, ray.ErrUnreachable)
-	assert.Contains(t, clierr.Hint(err), "mltrain status")
+	assert.Contains(t, err.Error(), addr)
 }
 
 // script moves a job PENDING -> RUNNING -> final, one step every two polls.

@@ -11,8 +11,6 @@ import (
 
 	"github.com/minio/madmin-go/v3"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-
-	"github.com/mltrain/mltrain/internal/clierr"
 )
 
 // Admin is MinIO's admin API as its root user: the users and policies that
@@ -27,7 +25,7 @@ type Admin struct {
 // client; it does not connect.
 func NewAdmin(cfg Config) (*Admin, error) {
 	if cfg.Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
-		return nil, clierr.Hintf("run 'mltrain up'", "MinIO admin client: no endpoint or root credentials")
+		return nil, ErrNoAdmin
 	}
 	host, secure, err := hostOf(cfg.Endpoint)
 	if err != nil {
@@ -179,6 +177,5 @@ func unordered(v any) any {
 func (a *Admin) wrap(what string, err error) error {
 	var er madmin.ErrorResponse
 	answered := errors.As(err, &er)
-	return describe(what, a.endpoint, err, answered, er.Code, "root credentials",
-		"MinIO runs with other root credentials than the lab's credentials.json: remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then 'mltrain up'")
+	return describe(what, a.endpoint, err, answered, er.Code, "root credentials", ErrRootRefused)
 }

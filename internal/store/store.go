@@ -35,6 +35,20 @@ type Config struct {
 	Transport http.RoundTripper
 }
 
+// What went wrong with MinIO, for the layer that knows the user's command
+// to say what to do next (errors.Is).
+var (
+	ErrNoEndpoint         = errors.New("no MinIO endpoint given")
+	ErrNoCredentials      = errors.New("no MinIO credentials")
+	ErrUnreachable        = errors.New("MinIO did not answer")
+	ErrCredentialsRefused = errors.New("MinIO refused the credentials")
+	// ErrRootRefused: MinIO refused the lab's root credentials, so it runs
+	// with others.
+	ErrRootRefused = errors.New("MinIO refused the root credentials")
+	// ErrNoAdmin: the admin client lacks an endpoint or root credentials.
+	ErrNoAdmin = errors.New("MinIO admin client: no endpoint or root credentials")
+)
+
 // Client wraps a minio-go client.
 type Client struct {
 	mc       *minio.Client
@@ -44,11 +58,10 @@ type Client struct {
 // New checks the configuration and returns a client; it does not connect.
 func New(cfg Config) (*Client, error) {
 	if cfg.Endpoint == "" {
-		return nil, clierr.Hintf("pass --minio-endpoint host:9000 or run 'mltrain up'", "no MinIO endpoint given")
+		return nil, ErrNoEndpoint
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
-		return nil, clierr.Hintf("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to the lab's MinIO credentials ('mltrain up' printed them)",
-			"no MinIO credentials for %s", cfg.Endpoint)
+		return nil, clierr.Mark(fmt.Errorf("no MinIO credentials for %s", cfg.Endpoint), ErrNoCredentials)
 	}
 	host, secure, err := hostOf(cfg.Endpoint)
 	if err != nil {
@@ -90,20 +103,19 @@ func (c *Client) Endpoint() string { return c.endpoint }
 func (c *Client) wrap(what string, err error) error {
 	var er minio.ErrorResponse
 	answered := errors.As(err, &er)
-	return describe(what, c.endpoint, err, answered, er.Code, "credentials",
-		"use the lab's MinIO credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, printed by 'mltrain up')")
+	return describe(what, c.endpoint, err, answered, er.Code, "credentials", ErrCredentialsRefused)
 }
 
 // describe names the MinIO operation and endpoint in err. An answer refusing
-// the credentials (whose: "credentials", "root credentials") gets refusedHint;
-// no answer at all suggests checking that MinIO runs.
-func describe(what, endpoint string, err error, answered bool, code, whose, refusedHint string) error {
+// the credentials (whose: "credentials", "root credentials") is refused;
+// no answer at all is ErrUnreachable.
+func describe(what, endpoint string, err error, answered bool, code, whose string, refused error) error {
 	if !answered {
-		return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %w", what, endpoint, err), "run 'mltrain status' to see whether minio is up")
+		return clierr.Mark(fmt.Errorf("%s on MinIO %s: %w", what, endpoint, err), ErrUnreachable)
 	}
 	switch code {
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied":
-		return clierr.WithHint(fmt.Errorf("%s on MinIO %s: %s refused (%s): %w", what, endpoint, whose, code, err), refusedHint)
+		return clierr.Mark(fmt.Errorf("%s on MinIO %s: %s refused (%s): %w", what, endpoint, whose, code, err), refused)
 	}
 	return fmt.Errorf("%s on MinIO %s: %w", what, endpoint, err)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/internal/store/storetest"
 )
@@ -32,15 +31,15 @@ func TestWrongCredentialsSayWhatToFix(t *testing.T) {
 	_, err := c.ListCheckpoints(context.Background(), "ray", "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "credentials refused")
-	assert.Contains(t, clierr.Hint(err), "AWS_ACCESS_KEY_ID")
+	assert.ErrorIs(t, err, store.ErrCredentialsRefused)
 }
 
 func TestNewRejectsMissingConfig(t *testing.T) {
 	_, err := store.New(store.Config{AccessKey: "a", SecretKey: "b"})
-	require.Error(t, err)
+	assert.ErrorIs(t, err, store.ErrNoEndpoint)
 	_, err = store.New(store.Config{Endpoint: "localhost:9000"})
-	require.Error(t, err)
-	assert.Contains(t, clierr.Hint(err), "AWS_SECRET_ACCESS_KEY")
+	assert.ErrorIs(t, err, store.ErrNoCredentials)
+	assert.ErrorContains(t, err, "no MinIO credentials for localhost:9000")
 }
 
 func TestListCheckpointsBothLayouts(t *testing.T) {
@@ -149,10 +148,10 @@ func TestEnsureBucketUserWithWrongRootSaysWhy(t *testing.T) {
 	_, err = adm.EnsureBucketUser(context.Background(), "ray", "labuser", "labsecret1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "root credentials refused (InvalidAccessKeyId)")
-	assert.Contains(t, clierr.Hint(err), "MINIO_ROOT_USER")
+	assert.ErrorIs(t, err, store.ErrRootRefused)
 
 	_, err = store.NewAdmin(store.Config{Endpoint: d.URL})
-	require.Error(t, err)
+	assert.ErrorIs(t, err, store.ErrNoAdmin)
 }
 
 func TestBucketPolicyNamesOnlyTheBucket(t *testing.T) {

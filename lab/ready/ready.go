@@ -23,6 +23,10 @@ import (
 	"github.com/mltrain/mltrain/internal/ray"
 )
 
+// ErrNotReady: checks still failed when the wait ran out; the error names
+// them with what they last saw, and the command that waited says what to do.
+var ErrNotReady = errors.New("lab not ready")
+
 // Check is one readiness probe. Run returns what it saw when it passes.
 type Check struct {
 	Name string
@@ -109,7 +113,7 @@ func Wait(ctx context.Context, eng docker.Engine, project string, checks []Check
 	if parent := context.Cause(ctx); errors.Is(parent, context.Canceled) {
 		err = fmt.Errorf("%w (%w)", err, context.Canceled)
 	}
-	return clierr.WithHint(err, "run 'mltrain status' and 'mltrain logs SERVICE' to see why; 'mltrain up --timeout 20m' if the node is just slow")
+	return clierr.Mark(err, ErrNotReady)
 }
 
 // HTTP passes when GET url answers a status below 400 (with header set).

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
@@ -74,7 +73,7 @@ func TestWaitTimeoutNamesFailingChecks(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "grafana: HTTP 502")
 	assert.NotContains(t, err.Error(), "jupyter")
-	assert.Contains(t, clierr.Hint(err), "mltrain status")
+	assert.ErrorIs(t, err, ErrNotReady)
 }
 
 func TestHTTPCheck(t *testing.T) {

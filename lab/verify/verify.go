@@ -188,10 +188,10 @@ func skip(format string, args ...any) outcome {
 	return outcome{status: Skip, evidence: fmt.Sprintf(format, args...)}
 }
 
-// failErr turns an error into a failed outcome; its hint, when it has one,
-// is the fix.
+// failErr turns an error into a failed outcome; its next step, when it
+// has one, is the fix.
 func failErr(err error, fix string) outcome {
-	if h := clierr.Hint(err); h != "" {
+	if h := (lab.Commands{}).Hint(err); h != "" {
 		fix = h
 	}
 	return outcome{status: Fail, evidence: err.Error(), fix: fix, deadline: errors.Is(err, context.DeadlineExceeded)}
