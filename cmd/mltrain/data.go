@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,7 +54,7 @@ func (a *app) dataCmd() *cobra.Command {
 			res, err := food11.Run(cmd.Context(), eng, o)
 			done()
 			if err != nil {
-				return dataHint(err, cmd)
+				return a.dataHint(err, cmd)
 			}
 			if a.json {
 				return printJSON(a.out, res)
@@ -96,22 +97,22 @@ func printCounts(w io.Writer, c food11.Counts) {
 
 // dataHint names the re-run of a failed load with every flag given: the
 // dataset package says what to do first, this layer knows the command.
-func dataHint(err error, cmd *cobra.Command) error {
+func (a *app) dataHint(err error, cmd *cobra.Command) error {
+	c := a.commands(cmd, nil)
 	var re *food11.RerunError
 	var held *lock.HeldError
 	switch {
 	case errors.As(err, &re):
-		var extra []string
-		if re.Force {
-			extra = []string{"--force"}
+		if re.Force && !slices.Contains(c.Ran, "--force") {
+			c.Ran = append(c.Ran, "--force")
 		}
-		line := "run '" + commandLine(cmd, nil, extra...) + "'"
+		line := "run '" + c.Again() + "'"
 		if re.Do != "" {
 			line = re.Do + ", then " + line
 		}
 		return clierr.WithHint(err, line)
 	case errors.As(err, &held):
-		return clierr.WithHint(err, "wait for it to finish, then run '"+commandLine(cmd, nil)+"' (without --no-wait it waits by itself)")
+		return clierr.WithHint(err, "wait for it to finish, then run '"+c.Again()+"' (without --no-wait it waits by itself)")
 	}
 	return err
 }

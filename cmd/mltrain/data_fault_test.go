@@ -31,5 +31,5 @@ func TestDataFullDiskNamesTheVolumesFilesystemAndTheWholeRerun(t *testing.T) {
 	assert.Contains(t, errText, "dataset volume "+vol+" is out of space")
 	assert.Contains(t, errText, "o=size=1m", "the full filesystem is the volume's own")
 	assert.Contains(t, next, "free space on that filesystem")
-	assert.Contains(t, next, "'mltrain data food11 --state-dir "+state+" --volume "+vol+" --zip "+zip+"'", "the re-run keeps every flag")
+	assert.Contains(t, next, "'mltrain --state-dir "+state+" data food11 --volume "+vol+" --zip "+zip+"'", "the re-run keeps every flag")
 }
