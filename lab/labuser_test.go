@@ -99,7 +99,7 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	require.NoError(t, err)
 	inPlace := false
 	for _, e := range rec.Events() {
-		inPlace = inPlace || e.Step == "minio lab user" && e.Kind == progress.Done && e.Message == `in place, bucket "ray" only`
+		inPlace = inPlace || e.Step == "minio lab user" && e.Kind == progress.Done && e.Message == `unchanged, bucket "ray" only`
 	}
 	assert.True(t, inPlace, "the second up found the user in place: %v", rec.Events())
 	_, err = us.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")

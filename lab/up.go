@@ -179,20 +179,17 @@ func ensureLabUser(ctx context.Context, probes Probes, c Credentials, rep progre
 	const step = "minio lab user"
 	progress.Begin(rep, step, "")
 	adm, err := store.NewAdmin(store.Config{Endpoint: probes.MinIO, AccessKey: c.MinIOAccessKey, SecretKey: c.MinIOSecretKey})
-	changed := ""
+	var change store.UserChange
 	if err == nil {
-		changed, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
+		change, err = adm.EnsureBucketUser(ctx, store.DefaultBucket, c.MinIOLabAccessKey, c.MinIOLabSecretKey)
 	}
 	if err != nil {
 		progress.Failed(rep, step, err)
 		return err
 	}
-	what := "in place"
-	if changed != "" {
-		what = "set (" + changed + ")"
-	}
-	// No key in the message: progress events end up in CI logs.
-	progress.End(rep, step, fmt.Sprintf("%s, bucket %q only", what, store.DefaultBucket))
+	// Created, updated or unchanged, in words; no key in the message:
+	// progress events end up in CI logs.
+	progress.End(rep, step, fmt.Sprintf("%s, bucket %q only", change, store.DefaultBucket))
 	return nil
 }
 
