@@ -58,7 +58,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			}
 			if name != "all" && !slices.Contains(exercise.Names, name) {
 				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
-					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitNotBuilt)
+					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitUsage)
 			}
 			env, closeEnv, err := a.labEnv(cmd.Context(), c, name == "fault" || name == "all")
 			if err != nil {

@@ -46,7 +46,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 		if gpusFrom != "" {
 			if cpus <= 0 || memory == "" {
 				return clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
-					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitNotBuilt)
+					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
 			}
 			if facts.GPUs, err = lab.ReadGPUReport(gpusFrom); err != nil {
 				return err
