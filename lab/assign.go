@@ -135,10 +135,10 @@ func assign(p *Plan, gpus []gpu.GPU, opts Options) (int, error) {
 	}
 	for i := range p.Workers {
 		p.Workers[i].Service = WorkerService(i)
-		p.Workers[i].Container = ContainerName(p.Project, p.Workers[i].Service)
+		p.Workers[i].Container = containerName(p.Project, p.Workers[i].Service)
 		p.Workers[i].AgentPort = DefaultAgentPort
 	}
-	p.Head.Container = ContainerName(p.Project, HeadService)
+	p.Head.Container = containerName(p.Project, HeadService)
 	return len(p.Workers), nil
 }
 
