@@ -139,7 +139,7 @@ func detect(ctx context.Context, d UpDeps, rep progress.Reporter) (host.Facts, e
 		progress.Failed(rep, "detect host", err)
 		return facts, err
 	}
-	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
+	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, progress.Bytes(facts.MemoryBytes)))
 	return facts, nil
 }
 

@@ -97,7 +97,7 @@ func up(ctx context.Context, d UpDeps, o UpOptions, left *leftBehind) (UpResult,
 		progress.Failed(rep, "detect host", err)
 		return res, err
 	}
-	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)))
+	progress.End(rep, "detect host", fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, progress.Bytes(facts.MemoryBytes)))
 
 	creds, created, err := o.StateDir.CreateCredentials()
 	if err != nil {
