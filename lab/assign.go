@@ -8,6 +8,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/progress"
 )
 
 // usableGPUs validates the report and drops GPUs the lab cannot use.
@@ -135,10 +136,10 @@ func assign(p *Plan, gpus []gpu.GPU, opts Options) (int, error) {
 	}
 	for i := range p.Workers {
 		p.Workers[i].Service = WorkerService(i)
-		p.Workers[i].Container = ContainerName(p.Project, p.Workers[i].Service)
+		p.Workers[i].Container = containerName(p.Project, p.Workers[i].Service)
 		p.Workers[i].AgentPort = DefaultAgentPort
 	}
-	p.Head.Container = ContainerName(p.Project, HeadService)
+	p.Head.Container = containerName(p.Project, HeadService)
 	return len(p.Workers), nil
 }
 
@@ -166,14 +167,14 @@ func size(p *Plan, facts host.Facts, opts Options, workers int) error {
 		shm = opts.WorkerShm
 		if total := shm * int64(workers); total > mem {
 			return clierr.Hintf("give a smaller --shm-size, or leave it out to use about 30% of memory",
-				"--shm-size %s x %d workers = %s exceeds the host's memory (%s)", HumanBytes(shm), workers, HumanBytes(total), HumanBytes(mem))
+				"--shm-size %s x %d workers = %s exceeds the host's memory (%s)", progress.Bytes(shm), workers, progress.Bytes(total), progress.Bytes(mem))
 		}
 	}
 	shm = shm / mib * mib
 	p.Head.ShmBytes = clamp(mem*headShmPct/100, shmMin, headShmMax) / mib * mib
 	if total := shm*int64(workers) + p.Head.ShmBytes; total > mem*3/4 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("shared memory (%s) is more than 3/4 of the host's memory (%s): large jobs may be killed",
-			HumanBytes(total), HumanBytes(mem)))
+			progress.Bytes(total), progress.Bytes(mem)))
 	}
 	for i := range p.Workers {
 		p.Workers[i].CPUs = perWorker
@@ -183,16 +184,3 @@ func size(p *Plan, facts host.Facts, opts Options, workers int) error {
 }
 
 func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
-
-// HumanBytes prints a size the way --memory and --shm-size accept it.
-func HumanBytes(b int64) string {
-	switch {
-	case b >= gib && b%gib == 0:
-		return fmt.Sprintf("%dg", b/gib)
-	case b >= gib:
-		return fmt.Sprintf("%.1fg", float64(b)/float64(gib))
-	case b%mib == 0:
-		return fmt.Sprintf("%dm", b/mib)
-	}
-	return fmt.Sprintf("%d", b)
-}

@@ -54,20 +54,20 @@ func DecodeJoinBundle(s string) (JoinBundle, error) {
 		if strings.HasPrefix(s, "mltrain-join-") {
 			what = "it was made by another version of mltrain: run the same mltrain on both hosts"
 		}
-		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "not a join bundle: %s", what), clierr.ExitNotBuilt)
+		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "not a join bundle: %s", what), clierr.ExitUsage)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, bundlePrefix))
 	if err != nil {
-		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "the join bundle is damaged (cut or retyped?): %v", err), clierr.ExitNotBuilt)
+		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "the join bundle is damaged (cut or retyped?): %v", err), clierr.ExitUsage)
 	}
 	var b JoinBundle
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
-		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "the join bundle is damaged: %v", err), clierr.ExitNotBuilt)
+		return JoinBundle{}, clierr.WithCode(clierr.Hintf(bundleHint, "the join bundle is damaged: %v", err), clierr.ExitUsage)
 	}
 	if err := b.validate(); err != nil {
-		return JoinBundle{}, clierr.WithCode(clierr.WithHint(err, bundleHint), clierr.ExitNotBuilt)
+		return JoinBundle{}, clierr.WithCode(clierr.WithHint(err, bundleHint), clierr.ExitUsage)
 	}
 	return b, nil
 }

@@ -42,6 +42,6 @@ func TestJoinBundleRefusesWhatCannotWork(t *testing.T) {
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), tc.want, name)
 		assert.Contains(t, clierr.Hint(err), "mltrain join-token", name)
-		assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err), "%s: a bad argument is a usage error", name)
+		assert.Equal(t, clierr.ExitUsage, clierr.Code(err), "%s: a bad argument is a usage error", name)
 	}
 }

@@ -120,7 +120,14 @@ func TestJoinASecondHost(t *testing.T) {
 
 	// A driver on the first host's head (a job's entrypoint) is handed any
 	// ALIVE node at the host's address by Ray; it can open each one's raylet.
-	head := lab.ContainerName(th.first.Lab.Project, lab.HeadService)
+	proj, err := compose.Load(ctx, th.first.StateDir.Path())
+	require.NoError(t, err)
+	container := func(service string) string {
+		s, err := proj.GetService(service)
+		require.NoError(t, err)
+		return compose.ContainerName(proj, s)
+	}
+	head := container(lab.HeadService)
 	drv, err := th.eng.Exec(ctx, head, []string{"/app", "driver"})
 	require.NoError(t, err)
 	assert.Equal(t, 0, drv.ExitCode, "%s%s", drv.Stdout, drv.Stderr)
@@ -157,7 +164,7 @@ func TestJoinASecondHost(t *testing.T) {
 	// verify on the first host lists the joined node and counts its GPU.
 	d, err := verify.System(th.eng, th.first.StateDir, verify.SystemOptions{Host: host.Options{Root: "../internal/gpu/testdata/none"}})
 	require.NoError(t, err)
-	th.host2.RouteFrom(t, lab.ContainerName(th.first.Lab.Project, lab.PrometheusService))
+	th.host2.RouteFrom(t, container(lab.PrometheusService))
 	rep := verify.Run(ctx, d, verify.Options{Only: []string{verify.GroupRay, verify.GroupGPU, verify.GroupMetrics}})
 	seen := 0
 	for _, c := range rep.Checks {

@@ -14,6 +14,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ports"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/lab/ready"
@@ -211,12 +212,10 @@ func checkHostPortsFree(ctx context.Context, eng docker.Engine, project string, 
 	}
 	for _, n := range nodes {
 		for _, port := range n.ports {
-			l, err := net.Listen("tcp", net.JoinHostPort(p.NodeIP, strconv.Itoa(port)))
-			if err != nil {
+			if ports.Free(p.NodeIP, port) != nil {
 				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it, or have the lab use other ports: 'mltrain up --allow-join --ray-port-base N' on the first host (and a new join-token)", port),
 					"port %d on %s, which %s's Ray node needs, is taken", port, p.NodeIP, n.name)
 			}
-			l.Close()
 		}
 	}
 	return nil

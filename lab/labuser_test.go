@@ -99,7 +99,7 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	require.NoError(t, err)
 	inPlace := false
 	for _, e := range rec.Events() {
-		inPlace = inPlace || e.Step == "minio lab user" && e.Kind == progress.Done && e.Message == `in place, bucket "ray" only`
+		inPlace = inPlace || e.Step == "minio lab user" && e.Kind == progress.Done && e.Message == `unchanged, bucket "ray" only`
 	}
 	assert.True(t, inPlace, "the second up found the user in place: %v", rec.Events())
 	_, err = us.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")
@@ -109,8 +109,16 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	// the old one stops working; only a signed call can tell them apart.
 	c.MinIOLabSecretKey = "NEWLABSECRET0000000000000000000000000000"
 	require.NoError(t, dir.WriteJSON(lab.CredentialsFile, c))
-	_, err = s.up(ctx)
+	rec = progress.Recorder{}
+	_, err = lab.Up(ctx, s.deps(&rec), s.opts)
 	require.NoError(t, err)
+	said := ""
+	for _, e := range rec.Events() {
+		if e.Step == "minio lab user" && e.Kind == progress.Done {
+			said = e.Message
+		}
+	}
+	assert.Equal(t, `updated (secret reset), bucket "ray" only`, said, "up says in words what it changed")
 	fresh, err := store.New(store.Config{Endpoint: st.Probes.MinIO, AccessKey: c.MinIOLabAccessKey, SecretKey: c.MinIOLabSecretKey})
 	require.NoError(t, err)
 	_, err = fresh.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")

@@ -132,7 +132,7 @@ func (o Options) WithDefaults() Options {
 // Validate checks the options on their own (not against the host); errors
 // name the flag to fix and are usage errors (exit 2).
 func (o Options) Validate() error {
-	return clierr.WithCode(o.validate(), clierr.ExitNotBuilt)
+	return clierr.WithCode(o.validate(), clierr.ExitUsage)
 }
 
 func (o Options) validate() error {
@@ -247,7 +247,7 @@ var rayVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)([a-z0-9.+-]*)$`)
 // build and images: X.Y.Z (with an optional suffix such as rc1), and never a
 // Ray without token authentication (< 2.52).
 func CheckRayVersion(v string) error {
-	return clierr.WithCode(checkRayVersion(v), clierr.ExitNotBuilt)
+	return clierr.WithCode(checkRayVersion(v), clierr.ExitUsage)
 }
 
 func checkRayVersion(v string) error {

@@ -121,7 +121,7 @@ func detectStep(ctx context.Context, r *run) (string, error) {
 		return "", err
 	}
 	r.facts = facts
-	return fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, HumanBytes(facts.MemoryBytes)), nil
+	return fmt.Sprintf("%d GPU(s), %d CPUs, %s", len(facts.GPUs.GPUs), facts.CPUs, progress.Bytes(facts.MemoryBytes)), nil
 }
 
 // planned reports the plan's warnings and says what it is.

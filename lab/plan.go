@@ -58,10 +58,13 @@ func WorkerIndexOf(s string) (int, bool) {
 // name of worker i (0-based).
 func WorkerService(i int) string { return fmt.Sprintf("%s%d", workerPrefix, i) }
 
-// ContainerName is a service's container name: the plain service name in
-// the default project (the course's names), "<project>-<service>" in any
-// other, so two labs on one engine never collide.
-func ContainerName(project, service string) string {
+// containerName is the container_name the renderer gives a service: the
+// plain service name in the default project (the course's names),
+// "<project>-<service>" in any other, so two labs on one engine never
+// collide. It is only what lab writes; a container's name is read back by
+// Compose's rule, compose.ContainerName, which honours container_name (and
+// an override's).
+func containerName(project, service string) string {
 	if project == "" || project == DefaultProject {
 		return service
 	}

@@ -377,5 +377,5 @@ func TestAllowJoinPutsRayOnTheHostNetworkWithPinnedPorts(t *testing.T) {
 	_, err = NewPlan(f, Options{AllowJoin: true, RayPortBase: 31000}, creds)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "32768")
-	assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err))
+	assert.Equal(t, clierr.ExitUsage, clierr.Code(err))
 }

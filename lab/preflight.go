@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -12,6 +11,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ports"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -63,22 +63,19 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, na
 			if err != nil {
 				continue // ranges are checked by compose.CheckPorts
 			}
-			holder, ours := portHolder(all, port, p.Name)
-			if ours {
+			holder, held := ports.Holder(all, port)
+			if held && holder.Labels[labels.Project] == p.Name {
 				continue
 			}
 			move := movePortHint(named, port)
-			if holder != "" {
-				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then 'mltrain up'", holder, move),
-					"host port %d (service %s) is held by container %s", port, name, holder)
+			if held {
+				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then 'mltrain up'", holder.Name, move),
+					"host port %d (service %s) is held by container %s", port, name, holder.Name)
 			}
-			addr := net.JoinHostPort(pc.HostIP, pc.Published)
-			l, err := net.Listen("tcp", addr)
-			if err != nil {
+			if err := ports.Free(pc.HostIP, port); err != nil {
 				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it%s, then 'mltrain up'", port, move),
 					"host port %d (service %s) is in use by another process on this host: %v", port, name, err)
 			}
-			l.Close()
 		}
 	}
 	return nil
@@ -92,16 +89,4 @@ func movePortHint(named map[string]int, port int) string {
 		}
 	}
 	return ""
-}
-
-// portHolder names the container publishing port, and whether it is ours.
-func portHolder(all []docker.Container, port int, project string) (string, bool) {
-	for _, c := range all {
-		for _, cp := range c.Ports {
-			if cp.HostPort == port {
-				return c.Name, c.Labels[labels.Project] == project
-			}
-		}
-	}
-	return "", false
 }

@@ -23,8 +23,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 func TestLongestProjectKeepsDerivedNamesLegal(t *testing.T) {
 	name := "lab-" + strings.Repeat("x", MaxProjectLen-4)
 	require.NoError(t, CheckProject(name))
-	assert.Len(t, ContainerName(name, "ray-worker-999"), 63)
-	assert.Regexp(t, dnsLabel, ContainerName(name, "ray-worker-999"))
+	assert.Len(t, containerName(name, "ray-worker-999"), 63)
+	assert.Regexp(t, dnsLabel, containerName(name, "ray-worker-999"))
 
 	p, err := NewPlan(facts(nv(8)), Options{Project: name}, creds)
 	require.NoError(t, err)

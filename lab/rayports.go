@@ -91,10 +91,10 @@ func spanHosts(p *Plan, facts host.Facts, base int) error {
 		// The other hosts and the lab's own containers reach the dashboard
 		// and MinIO where the node lives: a --bind elsewhere hides them.
 		return clierr.WithCode(clierr.Hintf(fmt.Sprintf("use --bind 0.0.0.0, or --bind %s (this host's node address)", facts.NodeIP),
-			"--allow-join with --bind %s: the other hosts reach the lab at %s", p.Bind, facts.NodeIP), clierr.ExitNotBuilt)
+			"--allow-join with --bind %s: the other hosts reach the lab at %s", p.Bind, facts.NodeIP), clierr.ExitUsage)
 	}
 	if err := checkRayPortBase(base, len(p.Workers)+1); err != nil {
-		return clierr.WithCode(clierr.WithHint(err, "choose another --ray-port-base, e.g. --ray-port-base 20000"), clierr.ExitNotBuilt)
+		return clierr.WithCode(clierr.WithHint(err, "choose another --ray-port-base, e.g. --ray-port-base 20000"), clierr.ExitUsage)
 	}
 	p.Network, p.NodeIP, p.RayPortBase = NetworkHost, facts.NodeIP, base
 	if p.Head.Container != "" {

@@ -112,7 +112,7 @@ type renderer struct{ p Plan }
 
 func (r renderer) base(name string, role Role) types.ServiceConfig {
 	s := types.ServiceConfig{Name: name}
-	s.ContainerName = ContainerName(r.p.Project, name)
+	s.ContainerName = containerName(r.p.Project, name)
 	s.Image = r.p.Images[role]
 	s.Labels = types.Labels{labels.Role: string(role)}
 	s.Environment = types.MappingWithEquals{}

@@ -255,7 +255,7 @@ func TestPublishedPortsAndSecurityDefaults(t *testing.T) {
 		assert.NotContains(t, s.Image, ":latest", name)
 		require.NotNil(t, s.HealthCheck, name)
 		assert.Equal(t, "CMD", s.HealthCheck.Test[0], "%s: exec-form healthcheck", name)
-		assert.Equal(t, ContainerName(DefaultProject, name), s.ContainerName)
+		assert.Equal(t, name, compose.ContainerName(proj, s), "the default project keeps the course's plain container names")
 	}
 	w, _ := proj.GetService(WorkerService(0))
 	assert.Equal(t, types.ServiceConditionHealthy, w.DependsOn[HeadService].Condition)

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/mltrain/mltrain/internal/atomicfile"
 )
 
 //go:embed train.py lab_events.py food11_model.py ray_modes.py runtime.json requirements.txt README.md
@@ -41,23 +43,19 @@ func Ensure(dir string) ([]string, error) {
 	var written []string
 	for _, name := range Names() {
 		dst := filepath.Join(dir, name)
-		if _, err := os.Lstat(dst); err == nil {
-			continue
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return written, fmt.Errorf("workspace file %s: %w", dst, err)
-		}
 		b, err := files.ReadFile(name)
 		if err != nil {
 			return written, err
 		}
-		// Write then rename, so an interrupted run never leaves half a file
-		// that the next run would keep.
-		tmp := dst + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o644); err != nil {
-			return written, fmt.Errorf("write workspace file %s: %w", dst, err)
+		// Only where no file is: one that exists may hold a student's
+		// edits. Written whole or not at all, so an interrupted run never
+		// leaves half a file that the next run would keep.
+		err = atomicfile.WriteNew(dst, b, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
 		}
-		if err := os.Rename(tmp, dst); err != nil {
-			return written, fmt.Errorf("write workspace file %s: %w", dst, err)
+		if err != nil {
+			return written, fmt.Errorf("workspace file: %w", err)
 		}
 		written = append(written, name)
 	}

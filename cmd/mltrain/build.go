@@ -37,7 +37,7 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 		ctx := cmd.Context()
 		policy, err := images.ParsePullPolicy(pull)
 		if err != nil {
-			return clierr.WithCode(err, clierr.ExitNotBuilt)
+			return clierr.WithCode(err, clierr.ExitUsage)
 		}
 		if err := lab.CheckRayVersion(rayVersion); err != nil {
 			return err
@@ -90,7 +90,7 @@ func buildVendor(ctx context.Context, flag string) (string, error) {
 	case "auto", "":
 	default:
 		return "", clierr.WithCode(clierr.Hintf("use --vendor auto, nvidia, amd or cpu",
-			"--vendor %q is not a GPU vendor (auto, nvidia, amd, cpu)", flag), clierr.ExitNotBuilt)
+			"--vendor %q is not a GPU vendor (auto, nvidia, amd, cpu)", flag), clierr.ExitUsage)
 	}
 	rep, err := gpu.Detect(ctx, gpu.Options{})
 	if err != nil {

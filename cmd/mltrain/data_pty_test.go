@@ -178,9 +178,9 @@ func TestDataFood11Piped(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 	assert.False(t, ansi(stdout+stderr), "no escape sequences in a pipe:\n%q", stderr)
 	matchLines(t, []string{
-		`• checksum food11-off\.zip: \d+\.\d MiB`,
+		`• checksum food11-off\.zip: [\d.]+ MiB`,
 		`✓ checksum food11-off\.zip: sha256 ` + sha,
-		`• load food11-off\.zip into volume ` + vol + `: 15985 images, \d+\.\d MiB`,
+		`• load food11-off\.zip into volume ` + vol + `: 15985 images, [\d.]+ MiB`,
 		`✓ load food11-off\.zip into volume ` + vol + `: 15985 images`,
 		`! validation has 3,119 images; canonical Food-11 has 3,430`,
 		`! validation/class_10 is empty; all 11 classes are expected in every split`,

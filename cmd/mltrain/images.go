@@ -42,7 +42,7 @@ Images not on this host are listed and left out.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
 				return clierr.WithCode(clierr.Hintf("mltrain images save lab-images.tar",
-					"images save needs the FILE to write"), clierr.ExitNotBuilt)
+					"images save needs the FILE to write"), clierr.ExitUsage)
 			}
 			return nil
 		},
@@ -110,7 +110,7 @@ func (a *app) imagesLoadCmd() *cobra.Command {
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return clierr.WithCode(clierr.Hintf("mltrain images load lab-images.tar",
-					"images load needs exactly one FILE"), clierr.ExitNotBuilt)
+					"images load needs exactly one FILE"), clierr.ExitUsage)
 			}
 			return nil
 		},

@@ -30,7 +30,7 @@ func TestBuildAndImagesUsageErrors(t *testing.T) {
 		_, _, err := runCLI(t, tc.args...)
 		require.Error(t, err, tc.args)
 		assert.Contains(t, err.Error(), tc.want, tc.args)
-		assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err), "usage errors exit 2: %v", tc.args)
+		assert.Equal(t, clierr.ExitUsage, clierr.Code(err), "usage errors exit 2: %v", tc.args)
 		assert.NotEmpty(t, clierr.Hint(err), tc.args)
 	}
 }

@@ -90,7 +90,7 @@ compose.yaml and starts nothing.`,
 		o.StateDir = a.StateDir()
 		if out != "" {
 			if !o.RenderOnly {
-				return clierr.WithCode(clierr.Hintf("add --render-only, or drop --out", "--out writes files only with --render-only"), clierr.ExitNotBuilt)
+				return clierr.WithCode(clierr.Hintf("add --render-only, or drop --out", "--out writes files only with --render-only"), clierr.ExitUsage)
 			}
 			o.StateDir = lab.StateDir(out)
 		}
@@ -140,11 +140,11 @@ func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderO
 		}, nil
 	}
 	if !renderOnly {
-		return nil, clierr.WithCode(clierr.Hintf("add --render-only: a join starts workers for this host's own GPUs", "--gpus-from plans for another host"), clierr.ExitNotBuilt)
+		return nil, clierr.WithCode(clierr.Hintf("add --render-only: a join starts workers for this host's own GPUs", "--gpus-from plans for another host"), clierr.ExitUsage)
 	}
 	if cpus <= 0 || memory == "" {
 		return nil, clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
-			"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitNotBuilt)
+			"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
 	}
 	report, err := lab.ReadGPUReport(gpusFrom)
 	if err != nil {

@@ -65,7 +65,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			ex, ok := exercise.Lookup(name)
 			if !ok && name != labAll {
 				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
-					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitNotBuilt)
+					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitUsage)
 			}
 			needEngine := ex.NeedsEngine
 			if name == labAll {

@@ -86,7 +86,7 @@ func (f *labFlags) options(project string) (lab.Options, error) {
 func parseSize(flag, s string) (int64, error) {
 	b, err := units.RAMInBytes(strings.TrimSpace(s))
 	if err != nil || b <= 0 {
-		return 0, clierr.WithCode(clierr.Hintf(fmt.Sprintf("give a size such as %s 16g or %s 512m", flag, flag), "%s %q is not a size", flag, s), clierr.ExitNotBuilt)
+		return 0, clierr.WithCode(clierr.Hintf(fmt.Sprintf("give a size such as %s 16g or %s 512m", flag, flag), "%s %q is not a size", flag, s), clierr.ExitUsage)
 	}
 	return b, nil
 }

@@ -42,7 +42,7 @@ func TestDownVolumesAsksFirst(t *testing.T) {
 func TestWorkerRefusesBadInput(t *testing.T) {
 	_, err := rootNoEngine(t, "", "worker", "restart", "1")
 	require.Error(t, err)
-	assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err))
+	assert.Equal(t, clierr.ExitUsage, clierr.Code(err))
 	assert.Contains(t, err.Error(), `unknown worker action "restart"`)
 	assert.Contains(t, clierr.Hint(err), "mltrain worker stop N")
 

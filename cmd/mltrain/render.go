@@ -46,7 +46,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 		if gpusFrom != "" {
 			if cpus <= 0 || memory == "" {
 				return clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
-					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitNotBuilt)
+					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
 			}
 			if facts.GPUs, err = lab.ReadGPUReport(gpusFrom); err != nil {
 				return err
@@ -97,7 +97,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 func printRender(a *app, dir lab.StateDir, files []string, p lab.Plan) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Lab %q: %s mode, %d worker(s)\n", p.Project, p.Mode, len(p.Workers))
-	fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s\n", p.Head.Container, p.Head.CPUs, lab.HumanBytes(p.Head.ShmBytes))
+	fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s\n", p.Head.Container, p.Head.CPUs, progress.Bytes(p.Head.ShmBytes))
 	for _, w := range p.Workers {
 		dev := "no GPU (CPU rehearsal, 1 logical GPU)"
 		if g := w.GPU; g != nil {
@@ -109,7 +109,7 @@ func printRender(a *app, dir lab.StateDir, files []string, p lab.Plan) error {
 				dev += " (shared)"
 			}
 		}
-		fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s, %s\n", w.Container, w.CPUs, lab.HumanBytes(w.ShmBytes), dev)
+		fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s, %s\n", w.Container, w.CPUs, progress.Bytes(w.ShmBytes), dev)
 	}
 	fmt.Fprintf(&b, "Wrote to %s:\n", dir)
 	for _, f := range files {

@@ -130,7 +130,7 @@ func TestRenderBadInput(t *testing.T) {
 			assert.Contains(t, clierr.Hint(err), tc.hint)
 			want := clierr.ExitFailure
 			if tc.usage {
-				want = clierr.ExitNotBuilt
+				want = clierr.ExitUsage
 			}
 			assert.Equal(t, want, clierr.Code(err))
 		})

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
@@ -30,6 +32,15 @@ type statusLab struct {
 	eng  *fake.Engine
 	ray  *raytest.Server
 	plan lab.Plan
+	proj *types.Project // as rendered
+}
+
+// container is svc's container name, by Compose's rule over the rendered project.
+func (s *statusLab) container(t *testing.T, svc string) string {
+	t.Helper()
+	sc, err := s.proj.GetService(svc)
+	require.NoError(t, err)
+	return compose.ContainerName(s.proj, sc)
 }
 
 func newStatusLab(t *testing.T, services ...string) *statusLab {
@@ -39,8 +50,9 @@ func newStatusLab(t *testing.T, services ...string) *statusLab {
 	require.NoError(t, err)
 	s.plan, err = lab.NewPlan(labtest.RehearsalFacts(), lab.Options{Project: statusProject}, creds)
 	require.NoError(t, err)
-	_, err = lab.Render(context.Background(), s.dir, s.plan)
+	r, err := lab.Render(context.Background(), s.dir, s.plan)
 	require.NoError(t, err)
+	s.proj = r.Project
 	if len(services) == 0 {
 		services = []string{lab.HeadService, lab.WorkerService(0), lab.WorkerService(1), lab.MinIOService,
 			lab.PrometheusService, lab.GrafanaService, lab.JupyterService}
@@ -59,7 +71,7 @@ func newStatusLab(t *testing.T, services ...string) *statusLab {
 			nodes = append(nodes, ray.Node{NodeID: "n-head", NodeIP: ip, IsHeadNode: true, State: "ALIVE"})
 		}
 		s.eng.AddContainer(docker.ContainerDetails{
-			Container: docker.Container{Name: lab.ContainerName(statusProject, svc), State: "running", Labels: l},
+			Container: docker.Container{Name: s.container(t, svc), State: "running", Labels: l},
 			Running:   true, Health: "healthy", Networks: map[string]string{statusProject + "_default": ip}})
 	}
 	s.ray.SetNodes(nodes)
@@ -75,7 +87,7 @@ func (s *statusLab) saveState(t *testing.T) {
 // stopWorker stops worker i as the real engine does: exited, and no address.
 func (s *statusLab) stopWorker(t *testing.T, i int) string {
 	t.Helper()
-	name := lab.ContainerName(statusProject, lab.WorkerService(i))
+	name := s.container(t, lab.WorkerService(i))
 	c := s.eng.Containers[name]
 	ip := c.Networks[statusProject+"_default"]
 	require.NoError(t, s.eng.ContainerStop(context.Background(), name, time.Second))

@@ -30,6 +30,7 @@ func TestUpInATerminal(t *testing.T) {
 	screen := strings.Join(untimed(run.Screen), "\n")
 	assert.Contains(t, screen, "✓ ready ray: Ray 2.54.0: 1 head + 2 workers ALIVE, 2 GPUs")
 	assert.Contains(t, screen, `Lab "`+s.project+`" is ready (cpu mode, 2 workers).`)
+	assert.Contains(t, screen, `✓ minio lab user: created, bucket "ray" only`, "in words, no MinIO error text")
 	assert.Len(t, s.containers(t), 7)
 	c, err := lab.StateDir(s.stateDir).Credentials()
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestUpInATerminal(t *testing.T) {
 	out, errOut, code = runBin(t, binRun{args: s.upArgs(), env: s.env})
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Credentials: 'mltrain "+flags+" credentials' (kept in "+s.stateDir+"/credentials.json, mode 0600).")
-	assert.Contains(t, errOut, `✓ minio lab user: in place, bucket "ray" only`)
+	assert.Contains(t, errOut, `✓ minio lab user: unchanged, bucket "ray" only`)
 	for _, secret := range secrets(c) {
 		assert.NotContains(t, out+errOut, secret, "a later up prints no secret")
 	}

@@ -34,7 +34,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			groups, err := verify.ValidateOnly(only)
 			if err != nil {
-				return clierr.WithCode(err, clierr.ExitNotBuilt) // a usage error
+				return clierr.WithCode(err, clierr.ExitUsage) // a usage error
 			}
 			eng, err := a.connect(cmd.Context())
 			if err != nil {

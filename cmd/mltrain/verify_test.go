@@ -25,7 +25,7 @@ func runErr(t *testing.T, args ...string) (string, error) {
 func TestVerifyRejectsAnUnknownGroup(t *testing.T) {
 	_, err := runErr(t, "verify", "--only", "ray,gpus")
 	require.Error(t, err)
-	assert.Equal(t, clierr.ExitNotBuilt, clierr.Code(err), "a usage error exits 2")
+	assert.Equal(t, clierr.ExitUsage, clierr.Code(err), "a usage error exits 2")
 	assert.Contains(t, err.Error(), `--only "gpus" is not a check group`)
 	assert.Contains(t, clierr.Hint(err), "--only ray,minio")
 }

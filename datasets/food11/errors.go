@@ -3,6 +3,7 @@ package food11
 import (
 	"errors"
 	"fmt"
+	"github.com/mltrain/mltrain/internal/progress"
 	"sort"
 	"strings"
 	"syscall"
@@ -42,10 +43,10 @@ func (e *NoSpaceError) Error() string {
 		fmt.Fprintf(&b, " (writing %s)", e.Entry)
 	}
 	if e.Need > 0 {
-		fmt.Fprintf(&b, ": the images need %s", humanBytes(e.Need))
+		fmt.Fprintf(&b, ": the images need %s", progress.Bytes(e.Need))
 	}
 	if e.Size > 0 {
-		fmt.Fprintf(&b, ", its filesystem has %s free of %s", humanBytes(e.Free), humanBytes(e.Size))
+		fmt.Fprintf(&b, ", its filesystem has %s free of %s", progress.Bytes(e.Free), progress.Bytes(e.Size))
 	}
 	fmt.Fprintf(&b, " (%s)", e.Filesystem())
 	if e.Cleaned {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mltrain/mltrain/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
@@ -144,7 +145,7 @@ func extract(ctx context.Context, enc *json.Encoder, zipPath, dst, want string) 
 	// A load that cannot fit is refused before its first byte: a full
 	// disk is the user's to free, not a partial dataset to clean.
 	if free, size, ok := space(dst); ok && free < p.bytes {
-		return &fullError{err: fmt.Errorf("the images need %s: %w", humanBytes(p.bytes), syscall.ENOSPC), need: p.bytes, free: free, size: size}
+		return &fullError{err: fmt.Errorf("the images need %s: %w", progress.Bytes(p.bytes), syscall.ENOSPC), need: p.bytes, free: free, size: size}
 	}
 	for _, d := range dirsOf() {
 		if err := os.MkdirAll(filepath.Join(dst, d), 0o755); err != nil {

@@ -154,7 +154,7 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	if err := os.WriteFile(digestFile, []byte(fmt.Sprintf("%s %d\n", d, fi.Size())), 0o644); err != nil {
 		return out, fmt.Errorf("download cache: %w", err)
 	}
-	progress.End(o.Reporter, step, fmt.Sprintf("%s, sha256 %s", humanBytes(fi.Size()), d))
+	progress.End(o.Reporter, step, fmt.Sprintf("%s, sha256 %s", progress.Bytes(fi.Size()), d))
 	out.SHA256, out.Size = d, fi.Size()
 	return out, nil
 }

@@ -167,7 +167,7 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	}
 
 	step := fmt.Sprintf("load %s into volume %s", filepath.Base(o.Zip), o.Volume)
-	progress.Begin(rep, step, fmt.Sprintf("%d images, %s", len(p.entries), humanBytes(p.bytes)))
+	progress.Begin(rep, step, fmt.Sprintf("%d images, %s", len(p.entries), progress.Bytes(p.bytes)))
 	if res.Method, res.HelperPeakRSS, err = h.write(ctx, p, o, step); err != nil {
 		progress.Failed(rep, step, err)
 		return res, err
@@ -360,7 +360,7 @@ func HashFile(ctx context.Context, p string, rep progress.Reporter) (string, err
 		return "", err
 	}
 	step := "checksum " + filepath.Base(p)
-	progress.Begin(rep, step, humanBytes(fi.Size()))
+	progress.Begin(rep, step, progress.Bytes(fi.Size()))
 	hsh := sha256.New()
 	buf := make([]byte, 1<<20)
 	var n int64
@@ -384,16 +384,4 @@ func HashFile(ctx context.Context, p string, rep progress.Reporter) (string, err
 	sum := hex.EncodeToString(hsh.Sum(nil))
 	progress.End(rep, step, "sha256 "+sum)
 	return sum, nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

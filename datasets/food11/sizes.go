@@ -3,6 +3,7 @@ package food11
 import (
 	"archive/zip"
 	"fmt"
+	"github.com/mltrain/mltrain/internal/progress"
 )
 
 // maxDeflateRatio bounds what deflate can expand to: a stored block of
@@ -37,11 +38,11 @@ func checkSizes(zr *zip.Reader, size int64, what string) error {
 		c, u := f.CompressedSize64, f.UncompressedSize64
 		switch {
 		case off < 0 || c > uint64(size) || uint64(off)+c > uint64(size):
-			return &NotZipError{Zip: what, Entry: f.Name, Why: fmt.Sprintf("claims %s of data at offset %d, past the end of the %s file", humanBytes(int64(min(c, 1<<62))), off, humanBytes(size))}
+			return &NotZipError{Zip: what, Entry: f.Name, Why: fmt.Sprintf("claims %s of data at offset %d, past the end of the %s file", progress.Bytes(int64(min(c, 1<<62))), off, progress.Bytes(size))}
 		case f.Method == zip.Store && c != u:
 			return &NotZipError{Zip: what, Entry: f.Name, Why: fmt.Sprintf("is stored uncompressed but claims %d bytes from %d", u, c)}
 		case f.Method == zip.Deflate && u > c*maxDeflateRatio+1024:
-			return &NotZipError{Zip: what, Entry: f.Name, Why: fmt.Sprintf("claims %s from %s of deflate data, more than deflate can expand to", humanBytes(int64(min(u, 1<<62))), humanBytes(int64(c)))}
+			return &NotZipError{Zip: what, Entry: f.Name, Why: fmt.Sprintf("claims %s from %s of deflate data, more than deflate can expand to", progress.Bytes(int64(min(u, 1<<62))), progress.Bytes(int64(c)))}
 		}
 	}
 	return nil

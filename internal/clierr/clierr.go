@@ -15,9 +15,8 @@ import (
 
 // Exit codes shared by every command.
 const (
-	ExitFailure  = 1 // the command ran and something is wrong (a check failed, a step errored)
-	ExitUsage    = 2 // the command line is wrong: unknown command or flag, wrong arguments
-	ExitNotBuilt = 2 // the verb exists but is not implemented yet
+	ExitFailure = 1 // the command ran and something is wrong (a check failed, a step errored)
+	ExitUsage   = 2 // the command line is wrong: unknown command or flag, wrong arguments
 	// ExitInterrupted is SIGINT's status as shells report it (128 + 2);
 	// Interrupted uses 128 + the signal's number for any signal.
 	ExitInterrupted = 130
@@ -92,12 +91,6 @@ func (s Silent) Error() string { return fmt.Sprintf("exit status %d", s.Code) }
 func IsSilent(err error) bool {
 	var s Silent
 	return errors.As(err, &s)
-}
-
-// NotBuilt is the error of a registered verb that a later issue fills in.
-func NotBuilt(verb, issue string) error {
-	return WithCode(WithHint(fmt.Errorf("mltrain %s is not built yet (tracked in %s)", verb, issue),
-		"run 'mltrain --help' to see the commands that work today"), ExitNotBuilt)
 }
 
 // Usage marks err as a mistake in the command line of the command at path

@@ -22,10 +22,8 @@ func TestHintSurvivesWrapping(t *testing.T) {
 func TestCode(t *testing.T) {
 	assert.Equal(t, 0, Code(nil))
 	assert.Equal(t, ExitFailure, Code(errors.New("x")))
-	err := fmt.Errorf("wrapped: %w", NotBuilt("verify", "issue #8"))
-	assert.Equal(t, ExitNotBuilt, Code(err))
-	assert.Contains(t, err.Error(), "mltrain verify is not built yet")
-	assert.NotEmpty(t, Hint(err))
+	err := fmt.Errorf("wrapped: %w", WithCode(errors.New("bad flag"), ExitUsage))
+	assert.Equal(t, ExitUsage, Code(err), "the code survives wrapping")
 	assert.Equal(t, 3, Code(WithCode(Silent{Code: 3}, 3)))
 	assert.True(t, IsSilent(fmt.Errorf("x: %w", Silent{Code: 1})))
 }

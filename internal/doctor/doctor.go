@@ -19,6 +19,7 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ports"
 )
 
 // Status of one check.
@@ -308,7 +309,7 @@ func checkPorts(ctx context.Context, d Deps, o Options, eng docker.Engine, r *Re
 	}
 	for _, port := range o.Ports {
 		name := fmt.Sprintf("port %d", port)
-		if c, ok := holder(containers, port); ok {
+		if c, ok := ports.Holder(containers, port); ok {
 			if o.Project != "" && c.Labels[labels.Project] == o.Project {
 				r.add(name, Pass, fmt.Sprintf("published by this lab's container %s", c.Name), "")
 			} else {
@@ -324,17 +325,6 @@ func checkPorts(ctx context.Context, d Deps, o Options, eng docker.Engine, r *Re
 		}
 		r.add(name, Pass, "free", "")
 	}
-}
-
-func holder(cs []docker.Container, port int) (docker.Container, bool) {
-	for _, c := range cs {
-		for _, p := range c.Ports {
-			if p.HostPort == port && (p.Proto == "" || p.Proto == "tcp") {
-				return c, true
-			}
-		}
-	}
-	return docker.Container{}, false
 }
 
 func checkDisk(d Deps, o Options, info docker.Info, engErr error, r *Result) {

@@ -3,13 +3,13 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/ports"
 )
 
 // System returns the real Deps. connect opens the engine (the CLI passes its
@@ -43,14 +43,9 @@ func System(connect func(ctx context.Context) (docker.Engine, error), h host.Opt
 	}
 }
 
-// PortFree binds the TCP port on every address and lets it go.
-func PortFree(port int) error {
-	l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
-	if err != nil {
-		return err
-	}
-	return l.Close()
-}
+// PortFree binds the TCP port on every address and lets it go (ports.Free,
+// the check up makes too).
+func PortFree(port int) error { return ports.Free("", port) }
 
 // DiskFree is the space available to unprivileged users in path's filesystem.
 func DiskFree(path string) (uint64, error) {

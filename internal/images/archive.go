@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/mltrain/mltrain/internal/atomicfile"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -50,11 +51,12 @@ func Save(ctx context.Context, eng docker.Engine, refs []string, file string, r 
 		return res, clierr.Mark(fmt.Errorf("none of the lab's images is on this host, nothing to save (looked for %d images)", len(res.Missing)), ErrNothingToSave)
 	}
 	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".partial-*")
+	// The archive appears whole or not at all; 0600 as the temp file always was.
+	tmp, err := atomicfile.Create(file, 0o600)
 	if err != nil {
 		return res, clierr.WithHint(fmt.Errorf("create images archive in %s: %w", dir, err), "choose a FILE in a writable directory with enough free space")
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer tmp.Abort() // no-op after Commit
 	step := "save " + file
 	progress.Begin(r, step, fmt.Sprintf("%d images", len(res.Saved)))
 	cw := &countingWriter{w: tmp, onWrite: func(n int64) { progress.Advance(r, step, n, max(total, n), "bytes") }}
@@ -64,13 +66,7 @@ func Save(ctx context.Context, eng docker.Engine, refs []string, file string, r 
 		err = bw.Flush()
 	}
 	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
+		err = tmp.Commit()
 	}
 	if err != nil {
 		err = fmt.Errorf("save images to %s: %w", file, err)

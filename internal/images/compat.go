@@ -39,20 +39,6 @@ func CompareVersions(workerRef string, worker docker.Image, jupyterRef string, j
 	return out
 }
 
-// CheckVersions inspects a worker and the Jupyter image and compares them
-// (CompareVersions). An image that cannot be inspected is an error.
-func CheckVersions(ctx context.Context, eng docker.Engine, workerRef, jupyterRef string) ([]string, error) {
-	w, err := eng.ImageInspect(ctx, workerRef)
-	if err != nil {
-		return nil, fmt.Errorf("inspect worker image %s: %w", workerRef, err)
-	}
-	j, err := eng.ImageInspect(ctx, jupyterRef)
-	if err != nil {
-		return nil, fmt.Errorf("inspect Jupyter image %s: %w", jupyterRef, err)
-	}
-	return CompareVersions(workerRef, w, jupyterRef, j), nil
-}
-
 // rayTag reads a rayproject/ray tag: 2.54.0, 2.54.0-py312, 2.54.0-py312-gpu.
 var rayTag = regexp.MustCompile(`^(\d+\.\d+\.\d+)(?:-py(\d)(\d+))?`)
 

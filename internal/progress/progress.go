@@ -84,11 +84,6 @@ func Note(r Reporter, msg string) { emit(r, Event{Kind: Info, Message: msg}) }
 // Warning reports a message the user must not miss.
 func Warning(r Reporter, msg string) { emit(r, Event{Kind: Warn, Message: msg}) }
 
-// Nop discards everything.
-type Nop struct{}
-
-func (Nop) Report(Event) {}
-
 // Recorder keeps every event; tests use it to assert what a user would see.
 type Recorder struct {
 	mu     sync.Mutex

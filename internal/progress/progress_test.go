@@ -68,3 +68,9 @@ func TestFailedByCancellationSaysCancelled(t *testing.T) {
 	assert.Equal(t, "cancelled", ev[0].Message)
 	assert.Equal(t, "denied", ev[1].Message)
 }
+
+func TestBytesIsOneFormatForEverySize(t *testing.T) {
+	for n, want := range map[int64]string{-1: "0 B", 512: "512 B", 1536: "1.5 KiB", 79 << 20: "79 MiB", 8 << 30: "8.0 GiB", 1288490188: "1.2 GiB"} {
+		assert.Equal(t, want, Bytes(n), "%d bytes", n)
+	}
+}

@@ -76,9 +76,14 @@ func suffix(msg string) string {
 	return ": " + msg
 }
 
+// Bytes is a size as every mltrain message and progress row shows it, in
+// binary units: "512 B", "1.5 KiB", "79 MiB", "1.2 GiB" (go-humanize's
+// IBytes; a negative size is shown as 0 B).
+func Bytes(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }
+
 func amount(e Event) string {
 	if e.Unit == "bytes" {
-		return fmt.Sprintf("%s / %s", humanize.IBytes(uint64(e.Current)), humanize.IBytes(uint64(e.Total)))
+		return fmt.Sprintf("%s / %s", Bytes(e.Current), Bytes(e.Total))
 	}
 	return fmt.Sprintf("%d / %d", e.Current, e.Total)
 }

@@ -280,7 +280,7 @@ func (s *snapshot) amount() string {
 
 func (s *snapshot) size(n int64) string {
 	if s.unit == "bytes" {
-		return humanize.IBytes(uint64(max(n, 0)))
+		return Bytes(n)
 	}
 	return humanize.Comma(n)
 }

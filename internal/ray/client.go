@@ -51,8 +51,6 @@ type Options struct {
 	// TokenSource says where Token came from ("RAY_AUTH_TOKEN", "--ray-token",
 	// "<state>/credentials.json"), so an auth error can say what to fix.
 	TokenSource string
-	// HTTPClient is used when set (tests); otherwise a client with a timeout.
-	HTTPClient *http.Client
 }
 
 // Client talks to one Ray dashboard. It is safe for concurrent use.
@@ -69,12 +67,9 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		// Package uploads can be up to 100 MiB over a slow link; per-call
-		// contexts bound the short calls.
-		hc = &http.Client{Timeout: 10 * time.Minute}
-	}
+	// Package uploads can be up to 100 MiB over a slow link; per-call
+	// contexts bound the short calls.
+	hc := &http.Client{Timeout: 10 * time.Minute}
 	return &Client{base: base, token: o.Token, tokenSource: o.TokenSource, hc: hc}, nil
 }
 

@@ -61,32 +61,54 @@ func BucketPolicyName(bucket string) string { return "mltrain-bucket-" + bucket 
 // codeAlreadyApplied is MinIO's answer to attaching a policy a user has.
 const codeAlreadyApplied = "XMinioAdminPolicyChangeAlreadyApplied"
 
+// UserChange is what EnsureBucketUser did, in words a progress line can show:
+// never an error's text (a read that fails is only a reason to write; the
+// writes report their own errors).
+type UserChange struct {
+	Created bool     // the user did not exist
+	Reset   []string // on an existing user: what was set again ("secret reset", ...)
+}
+
+// Changed says whether anything was written.
+func (c UserChange) Changed() bool { return c.Created || len(c.Reset) > 0 }
+
+// String is "created", "updated (what)" or "unchanged".
+func (c UserChange) String() string {
+	switch {
+	case c.Created:
+		return "created"
+	case len(c.Reset) > 0:
+		return "updated (" + strings.Join(c.Reset, ", ") + ")"
+	}
+	return "unchanged"
+}
+
 // EnsureBucketUser makes user accessKey (with secretKey) exist, enabled,
-// with BucketPolicy(bucket) as its only policy; it says what it found to
-// change ("" when everything was in place). What is in place is read first: the writes encrypt
+// with BucketPolicy(bucket) as its only policy, and says what it changed.
+// What is in place is read first: the writes encrypt
 // their bodies with the root secret (argon2, about a second each on a busy
 // host), and a re-up usually finds the user as it left it. Every write
 // replaces or accepts what is there, so a re-run (an interrupted up, a
 // changed secret, a policy someone attached) converges.
-func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretKey string) (changed string, err error) {
+func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretKey string) (UserChange, error) {
 	name := BucketPolicyName(bucket)
-	changed = a.differs(ctx, bucket, accessKey, secretKey)
-	if changed == "" {
-		return "", nil
+	change := a.differs(ctx, bucket, accessKey, secretKey)
+	if !change.Changed() {
+		return change, nil
 	}
 	if err := a.adm.AddCannedPolicy(ctx, name, BucketPolicy(bucket)); err != nil {
-		return "", a.wrap("create policy "+name, err)
+		return UserChange{}, a.wrap("create policy "+name, err)
 	}
 	if err := a.adm.AddUser(ctx, accessKey, secretKey); err != nil {
-		return "", a.wrap("create user "+accessKey, err)
+		return UserChange{}, a.wrap("create user "+accessKey, err)
 	}
-	_, err = a.adm.AttachPolicy(ctx, madmin.PolicyAssociationReq{Policies: []string{name}, User: accessKey})
+	_, err := a.adm.AttachPolicy(ctx, madmin.PolicyAssociationReq{Policies: []string{name}, User: accessKey})
 	if err != nil && madmin.ToErrorResponse(err).Code != codeAlreadyApplied {
-		return "", a.wrap(fmt.Sprintf("attach policy %s to user %s", name, accessKey), err)
+		return UserChange{}, a.wrap(fmt.Sprintf("attach policy %s to user %s", name, accessKey), err)
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
 	if err != nil {
-		return "", a.wrap("read user "+accessKey, err)
+		return UserChange{}, a.wrap("read user "+accessKey, err)
 	}
 	var others []string
 	for _, p := range policyNames(u.PolicyName) {
@@ -96,43 +118,57 @@ func (a *Admin) EnsureBucketUser(ctx context.Context, bucket, accessKey, secretK
 	}
 	if len(others) > 0 { // it would not be limited to the bucket
 		if _, err := a.adm.DetachPolicy(ctx, madmin.PolicyAssociationReq{Policies: others, User: accessKey}); err != nil {
-			return "", a.wrap(fmt.Sprintf("detach %s from user %s", strings.Join(others, ", "), accessKey), err)
+			return UserChange{}, a.wrap(fmt.Sprintf("detach %s from user %s", strings.Join(others, ", "), accessKey), err)
 		}
 	}
-	return changed, nil
+	return change, nil
 }
 
-// differs says what is not as EnsureBucketUser leaves it ("" when all
+// codeNoSuchUser is MinIO's answer to reading a user that does not exist.
+const codeNoSuchUser = "XMinioAdminNoSuchUser"
+
+// differs says what is not as EnsureBucketUser leaves it (nothing when all
 // is): the policy and what it says, the user (enabled, exactly that policy),
 // and secretKey being its secret (only an S3 call signed with it can tell).
-func (a *Admin) differs(ctx context.Context, bucket, accessKey, secretKey string) string {
+func (a *Admin) differs(ctx context.Context, bucket, accessKey, secretKey string) UserChange {
+	var c UserChange
 	name := BucketPolicyName(bucket)
 	p, err := a.adm.InfoCannedPolicyV2(ctx, name)
 	switch {
 	case err != nil:
-		return "policy " + name + ": " + err.Error()
+		c.Reset = append(c.Reset, "policy "+name+" written")
 	case !samePolicy(p.Policy, BucketPolicy(bucket)):
-		return "policy " + name + " allows more or other than bucket " + bucket
+		c.Reset = append(c.Reset, "policy "+name+" limited to bucket "+bucket+" again")
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
 	switch {
+	case err != nil && madmin.ToErrorResponse(err).Code == codeNoSuchUser:
+		return UserChange{Created: true}
 	case err != nil:
-		return "user: " + err.Error()
+		return UserChange{Reset: append(c.Reset, "user written")}
 	case u.Status != madmin.AccountEnabled:
-		return "user is " + string(u.Status)
-	case !slices.Equal(policyNames(u.PolicyName), []string{name}):
-		return fmt.Sprintf("user has policies %q", u.PolicyName)
+		c.Reset = append(c.Reset, "user enabled")
 	}
-	c := a.cfg
-	c.AccessKey, c.SecretKey = accessKey, secretKey
-	s, err := New(c)
-	if err != nil {
-		return err.Error()
+	if !slices.Equal(policyNames(u.PolicyName), []string{name}) {
+		c.Reset = append(c.Reset, "user limited to policy "+name)
 	}
-	if ok, err := s.mc.BucketExists(ctx, bucket); err != nil || !ok {
-		return fmt.Sprintf("the lab secret does not list bucket %s (%v)", bucket, err)
+	if len(c.Reset) > 0 { // written anyway; the secret is set with it
+		return c
 	}
-	return ""
+	cfg := a.cfg
+	cfg.AccessKey, cfg.SecretKey = accessKey, secretKey
+	s, err := New(cfg)
+	if err == nil {
+		var ok bool
+		ok, err = s.mc.BucketExists(ctx, bucket)
+		if err == nil && !ok {
+			err = errors.New("bucket not listed")
+		}
+	}
+	if err != nil { // the lab secret does not list the bucket
+		c.Reset = append(c.Reset, "secret reset")
+	}
+	return c
 }
 
 // policyNames splits MinIO's comma-separated policy list.

@@ -89,7 +89,7 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 	ex, ok := Lookup(name)
 	if !ok {
 		return Record{}, clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
-			"unknown exercise %q (exercises: %s, all, guide)", name, strings.Join(Names(), ", ")), clierr.ExitNotBuilt)
+			"unknown exercise %q (exercises: %s, all, guide)", name, strings.Join(Names(), ", ")), clierr.ExitUsage)
 	}
 	if env.Ray == nil {
 		return Record{}, clierr.Hintf("set RAY_ADDRESS or run 'mltrain up'", "exercise %s: no Ray dashboard to talk to", name)

@@ -148,6 +148,3 @@ func build(t testing.TB, eng docker.Engine, tag string, files map[string][]byte,
 		t.Fatalf("build test image %s: %v", tag, err)
 	}
 }
-
-// Describe is for failure messages.
-func (i Images) Describe() string { return fmt.Sprint(map[string]string(i)) }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/datasets/food11"
+	"github.com/mltrain/mltrain/internal/atomicfile"
 	"github.com/mltrain/mltrain/internal/docker"
 )
 
@@ -52,10 +53,11 @@ func gen(args []string) error {
 	out := fs.String("out", "", "zip to write")
 	scale := fs.Float64("scale", 1, "multiply every file size by this")
 	_ = fs.Parse(args)
-	f, err := os.Create(*out + ".tmp")
+	f, err := atomicfile.Create(*out, 0o644)
 	if err != nil {
 		return err
 	}
+	defer f.Abort() // no-op after Commit
 	bw := bufio.NewWriterSize(f, 4<<20)
 	zw := zip.NewWriter(bw)
 	rng := rand.New(rand.NewChaCha8([32]byte{11}))
@@ -87,11 +89,11 @@ func gen(args []string) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err := f.Commit(); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %d images, %.2f GiB of image data\n", *out, food11.CanonicalTotal, float64(total)/(1<<30))
-	return os.Rename(*out+".tmp", *out)
+	return nil
 }
 
 // load runs mltrain's load of a zip into a volume, as `mltrain data food11
