@@ -178,15 +178,6 @@ func (c *Cluster) find(id string) *node {
 	return nil
 }
 
-func (c *Cluster) findIP(ip string) *node {
-	for _, n := range c.node {
-		if n.IP == ip && n.state == "ALIVE" {
-			return n
-		}
-	}
-	return nil
-}
-
 // step applies what Ray's background loops would have done by now: health
 // checks, the job monitor, package expiry, the programs. The lock is held.
 func (c *Cluster) step() {

@@ -30,6 +30,11 @@ const SupervisorNamespace = "SUPERVISOR_ACTOR_RAY_NAMESPACE"
 // SupervisorName names job id's supervisor actor.
 func SupervisorName(id string) string { return "_ray_internal_job_actor_" + id }
 
+// Error is a message Ray answers verbatim (capitalized, punctuated).
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
 // Job is one submission: its JobInfo and its supervisor actor.
 type Job struct {
 	ID        string
@@ -85,7 +90,7 @@ func (c *Cluster) Submit(id string, req ray.SubmitRequest) (Job, error) {
 		id = fmt.Sprintf("raysubmit_%016d", c.seq)
 	}
 	if _, dup := c.jobs[id]; dup {
-		return Job{}, fmt.Errorf("Job with submission_id %s already exists. Please use a different submission_id.", id)
+		return Job{}, Error(fmt.Sprintf("Job with submission_id %s already exists. Please use a different submission_id.", id))
 	}
 	j := &Job{ID: id, Request: req, Status: ray.Pending, Message: "Job has not started yet.", Start: c.now(),
 		ActorID: fmt.Sprintf("%02d%030x", c.gen, c.seq), actor: ActorPending}
@@ -151,10 +156,10 @@ func (c *Cluster) Delete(id string) error {
 	c.step()
 	j, ok := c.jobs[id]
 	if !ok || j.deleted {
-		return fmt.Errorf("Job %s does not exist", id)
+		return Error(fmt.Sprintf("Job %s does not exist", id))
 	}
 	if !j.Status.Terminal() {
-		return fmt.Errorf("Attempted to delete job with submission_id %s, but it is in the non-terminal state %s.", id, j.Status)
+		return Error(fmt.Sprintf("Attempted to delete job with submission_id %s, but it is in the non-terminal state %s.", id, j.Status))
 	}
 	j.deleted = true
 	return nil

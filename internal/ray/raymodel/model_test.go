@@ -14,7 +14,7 @@ import (
 // clock is a fake clock tests move by hand.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time            { return c.t }
+func (c *clock) now() time.Time             { return c.t }
 func (c *clock) add(d time.Duration) *clock { c.t = c.t.Add(d); return c }
 
 // lab is the lab's shape: a CPU head and two one-GPU workers, with Ray's
