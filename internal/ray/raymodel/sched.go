@@ -148,7 +148,10 @@ func (c *Cluster) acquireGroup(bundles []Resources) ([]*Alloc, bool) {
 		}
 	}
 	var got []*Alloc
-	if a, ok := c.acquire(sum, nil); ok && len(bundles) > 1 {
+	if a, ok := c.acquire(sum, nil); ok {
+		if len(bundles) == 1 {
+			return []*Alloc{a}, true
+		}
 		c.release(a)
 		for _, b := range bundles {
 			got = append(got, c.take(a.node, b))
