@@ -192,6 +192,7 @@ func (c *Cluster) step() {
 			}
 		}
 	}
+	c.stepPackages(now)
 	c.stepJobs(now)
 	c.stepPackages(now)
 }
@@ -211,4 +212,11 @@ func sortedKeys(r Resources) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// generation counts head restarts (the session name changes with each).
+func (c *Cluster) generation() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
 }

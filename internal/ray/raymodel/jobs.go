@@ -85,6 +85,7 @@ func entrypointResources(r ray.SubmitRequest) Resources {
 func (c *Cluster) Submit(id string, req ray.SubmitRequest) (Job, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.step() // the world as it is before this job exists
 	c.seq++
 	if id == "" {
 		id = fmt.Sprintf("raysubmit_%016d", c.seq)
@@ -146,6 +147,7 @@ func (c *Cluster) Stop(id string) (stopped, ok bool) {
 		return true, true // queued on an actor that never starts
 	}
 	c.finish(j, ray.Stopped, "Job was intentionally stopped.", "", nil)
+	c.step()
 	return true, true
 }
 
