@@ -18,7 +18,9 @@ type Actor struct {
 
 // SupervisorActorName is the name Ray 2.54 gives a job's supervisor actor
 // (dashboard/modules/job/common.py JOB_ACTOR_NAME_TEMPLATE).
-func SupervisorActorName(submissionID string) string { return "_ray_internal_job_actor_" + submissionID }
+func SupervisorActorName(submissionID string) string {
+	return "_ray_internal_job_actor_" + submissionID
+}
 
 // JobSupervisor finds job id's supervisor actor. A job whose supervisor was
 // never placed has it PENDING_CREATION: `ray job stop` queues its stop call
