@@ -39,8 +39,12 @@ func upStandin(t *testing.T, override string) *standin {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// Enough CPUs that the workers advertise the course's 8 per job and
+	// two 4-CPU trials each (Ray's logical counts: nothing is reserved).
+	facts := labtest.RehearsalFacts()
+	facts.CPUs = 68
 	_, err := lab.Up(ctx, lab.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
-		return labtest.RehearsalFacts(), nil
+		return facts, nil
 	}}, lab.UpOptions{Lab: o, StateDir: dir, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	c, err := dir.Connect()

@@ -108,3 +108,18 @@ func TestARestartedHeadIsANewCluster(t *testing.T) {
 	c.Join(raymodel.NodeSpec{IP: "10.0.0.3", Total: raymodel.Resources{"CPU": 32, "GPU": 1}})
 	assert.Len(t, c.Nodes(), 2, "restarted by its restart policy, it joins as a new node")
 }
+
+func TestConfigFromRaysEnvironment(t *testing.T) {
+	env := map[string]string{raymodel.EnvJobStartTimeout: "30", raymodel.EnvPackagePin: "5",
+		raymodel.EnvHealthCheckPeriod: "500", raymodel.EnvGCSReconnect: "2"}
+	c := raymodel.ConfigFromEnv(func(k string) string { return env[k] })
+	assert.Equal(t, 30*time.Second, c.JobStartTimeout)
+	assert.Equal(t, 5*time.Second, c.PackagePin)
+	assert.Equal(t, 2*time.Second, c.GCSReconnectTimeout)
+	typical, _ := c.DeadAfter()
+	assert.Equal(t, 2500*time.Millisecond, typical)
+	env = map[string]string{raymodel.EnvDeadAfter: "5s"}
+	typical, _ = raymodel.ConfigFromEnv(func(k string) string { return env[k] }).DeadAfter()
+	assert.Equal(t, 5*time.Second, typical)
+	assert.Equal(t, raymodel.Default().JobStartTimeout, raymodel.ConfigFromEnv(func(string) string { return "" }).JobStartTimeout)
+}
