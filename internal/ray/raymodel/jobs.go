@@ -2,7 +2,6 @@ package raymodel
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
@@ -325,19 +324,4 @@ func (c *Cluster) demands() []demand {
 		out = append(out, j.want...)
 	}
 	return out
-}
-
-// JobsByStatus counts jobs per status, for messages.
-func JobsByStatus(js []Job) string {
-	n := map[ray.JobStatus]int{}
-	for _, j := range js {
-		n[j.Status]++
-	}
-	var parts []string
-	for _, s := range []ray.JobStatus{ray.Pending, ray.Running, ray.Stopped, ray.Succeeded, ray.Failed} {
-		if n[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
