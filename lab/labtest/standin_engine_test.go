@@ -141,3 +141,30 @@ func TestStandinHeadRestartIsANewCluster(t *testing.T) {
 		assert.Equal(t, 1, d.ExitCode, w)
 	}
 }
+
+// An uploaded working_dir package is deleted once no job references it and
+// the pin of its last GET expired; a job sent with the old URI then fails.
+func TestStandinDeletesAnExpiredPackage(t *testing.T) {
+	s := upStandin(t, "services:\n  ray-head:\n    environment:\n      RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S: \"2\"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(dir+"/train.py", []byte("print('hi')\n"), 0o644))
+	prep, err := s.c.Ray.PrepareRuntimeEnv(ctx, map[string]any{"working_dir": dir}, dir)
+	require.NoError(t, err)
+	first, err := s.c.Ray.Submit(ctx, ray.SubmitRequest{Entrypoint: "echo hi", RuntimeEnv: prep.RuntimeEnv})
+	require.NoError(t, err)
+	j, err := s.c.Ray.Wait(ctx, first, ray.WaitOptions{Poll: 200 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, ray.Succeeded, j.Status, j.Message)
+	time.Sleep(3 * time.Second)
+	stale, err := s.c.Ray.Submit(ctx, ray.SubmitRequest{Entrypoint: "echo hi", RuntimeEnv: prep.RuntimeEnv})
+	require.NoError(t, err)
+	j, err = s.c.Ray.Wait(ctx, stale, ray.WaitOptions{Poll: 200 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, ray.Failed, j.Status)
+	assert.Equal(t, "RUNTIME_ENV_SETUP_FAILURE", j.ErrorType, j.Message)
+	up, err := s.c.Ray.UploadPackage(ctx, prep.Package)
+	require.NoError(t, err)
+	assert.True(t, up, "asked again before the next submission, it is uploaded again")
+}
