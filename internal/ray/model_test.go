@@ -119,3 +119,16 @@ func TestARestartedHeadListsOnlyItselfAndForgetsJobs(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, before.SessionName, after.SessionName, "a new session")
 }
+
+func TestModelledDashboardDemandsTheToken(t *testing.T) {
+	m, _, _ := modelled(t)
+	ctx := context.Background()
+	none, err := ray.New(ray.Options{Address: m.URL})
+	require.NoError(t, err)
+	_, err = none.Nodes(ctx)
+	assert.ErrorIs(t, err, ray.ErrAuthMissing)
+	wrong, err := ray.New(ray.Options{Address: m.URL, Token: "nope"})
+	require.NoError(t, err)
+	_, err = wrong.Jobs(ctx)
+	assert.ErrorIs(t, err, ray.ErrAuthInvalid)
+}
