@@ -7,6 +7,11 @@
 // matters to a grade the double keeps it: a job's driver runs on the head
 // unless the entrypoint asks for resources, and a node whose raylet stopped
 // stays ALIVE until the GCS health checks give up on it (StopNode).
+//
+// NewModel is the other double: the dashboard served by raymodel, Ray's
+// behaviour rather than a script's (a stop of a never-placed job does
+// nothing, packages expire, a head restart is a new cluster), the same
+// model the stand-in Ray of the container tests runs.
 package raytest
 
 import (

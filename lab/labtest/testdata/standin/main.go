@@ -2,11 +2,16 @@
 // lab's services in FROM-scratch images so `mltrain up` can be tested on an
 // engine with no registry. Its role comes from /standin-role in the image.
 //
-//	ray-head:   `ray start --head ...`: a Ray-like dashboard (/api/version,
-//	            /api/v0/nodes, token auth) and a registration port for workers.
-//	            A worker that stops heartbeating stays ALIVE for
-//	            $STANDIN_RAY_DEAD_AFTER (default 15s, Ray 2.54's GCS health
-//	            checks: 5 failures 3 s apart), then DEAD, as in Ray.
+//	ray-head:   `ray start --head ...`: Ray's dashboard API and GCS served
+//	            by the shared model of Ray (internal/ray/raymodel, the same
+//	            code as the in-process double): jobs are placed by their
+//	            entrypoint resources, run workspace/train.py's event
+//	            contract (raymodel.TrainPy, $STANDIN_TRAIN_EPOCH a epoch) and
+//	            write checkpoints to the lab's MinIO with the lab user's
+//	            keys. A worker that stops heartbeating stays ALIVE for Ray's
+//	            health-check time, then DEAD; Ray's own variables
+//	            (RAY_health_check_period_ms, RAY_JOB_START_TIMEOUT_SECONDS,
+//	            ...) or $STANDIN_RAY_DEAD_AFTER shorten the timings.
 //	ray-worker: `ray start --address=HOST:PORT --num-gpus=G --num-cpus=C
 //	            --dashboard-agent-listen-port=P`: its "raylet" registers with
 //	            the head every second and its "dashboard agent" answers
@@ -20,8 +25,8 @@
 // For `mltrain verify` the stand-ins also play what it reads: Ray nodes serve
 // /metrics on --metrics-export-port and the head writes Prometheus's
 // service-discovery file and a Grafana dashboard into /tmp/ray (the shared
-// ray-tmp volume) and answers /api/grafana_health, /api/prometheus_health and
-// /api/jobs/; Prometheus reports those targets up or down by scraping them;
+// ray-tmp volume) and answers /api/grafana_health and /api/prometheus_health;
+// Prometheus reports those targets up or down by scraping them;
 // Grafana lists the dashboards its provisioning files point at; and
 // `nvidia-smi --query-gpu=uuid ...` / `rocminfo` print the UUIDs in
 // $STANDIN_GPU_UUIDS (comma-separated), as a worker given those GPUs would.

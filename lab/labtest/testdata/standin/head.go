@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
+)
+
+// head is the Ray head: its GCS and dashboard run the shared model of Ray
+// (internal/ray/raymodel), so jobs submitted here are placed, run train.py's
+// event contract and write checkpoints to MinIO as the in-process double's
+// do. What the model does not keep (metrics ports, raylet sockets, when a
+// raylet was last heard) is kept here, by node id.
+type head struct {
+	c     *raymodel.Cluster
+	mu    sync.Mutex
+	nodes map[string]*node
+}
+
+// silentAfter: a worker heartbeats every second; missing two is silence.
+const silentAfter = 2 * time.Second
+
+func runHead(cmd string) {
+	cfg := raymodel.ConfigFromEnv(os.Getenv)
+	c := raymodel.New(cfg)
+	c.Run = raymodel.TrainPy{Epoch: envDuration("STANDIN_TRAIN_EPOCH", time.Second), Restart: 2 * time.Second}.Program
+	c.Storage = s3FromEnv()
+	h := &head{c: c, nodes: map[string]*node{}}
+	ip := nodeIP(cmd)
+	sock, _ := listenRaylet("head")
+	hn := &node{ID: "head", IP: ip, Head: true, Name: ip, Metrics: metricsPort(cmd), Labels: nodeLabels(cmd), Socket: sock,
+		Resources: map[string]float64{"CPU": num(flag(cmd, "num-cpus"), 1), "GPU": num(flag(cmd, "num-gpus"), 0)}, seen: time.Now()}
+	h.nodes[hn.ID] = hn
+	c.Join(raymodel.NodeSpec{ID: hn.ID, IP: ip, Head: true, Total: hn.Resources, Labels: hn.Labels})
+	serveMetrics(metricsPort(cmd))
+	writeDashboards()
+	go h.healthChecks()
+	go h.tick()
+	go func() {
+		for {
+			writeServiceDiscovery(h.list())
+			// Ray's PrometheusServiceDiscoveryWriter flushes every 5 s: a
+			// node that just joined is listed up to 5 s later.
+			time.Sleep(5 * time.Second)
+		}
+	}()
+	gcs := http.NewServeMux()
+	gcs.HandleFunc("/register", h.register)
+	gcs.HandleFunc("/nodes", func(w http.ResponseWriter, r *http.Request) {
+		if !tokenOK(w, r) {
+			return
+		}
+		var out []gcsNode
+		for _, n := range h.list() {
+			out = append(out, gcsNode{ID: n.ID, Address: n.IP, State: n.State, Socket: n.Socket})
+		}
+		writeAny(w, out)
+	})
+	port := flag(cmd, "port")
+	if port == "" {
+		port = "6379"
+	}
+	bindIP := flag(cmd, "node-ip-address") // Ray binds the node's address when told one
+	// Where `ray health-check` finds this head's GCS, as Ray's CLI reads the
+	// session's address files.
+	gcsURL := "http://" + net.JoinHostPort(bindIP, port) + "/"
+	if bindIP == "" {
+		gcsURL = "http://127.0.0.1:" + port + "/"
+	}
+	_ = os.WriteFile(headAddressFile, []byte(gcsURL), 0o644)
+	go func() {
+		if err := http.ListenAndServe(net.JoinHostPort(bindIP, port), gcs); err != nil {
+			fmt.Fprintln(os.Stderr, "standin head: GCS:", err)
+			os.Exit(1)
+		}
+	}()
+	serveDashboard(cmd, c)
+	typical, _ := cfg.DeadAfter()
+	fmt.Println("standin ray head up at", ip, "; silent nodes are marked DEAD after", typical)
+	waitSignal()
+}
+
+// register is a raylet's registration and heartbeat. A node the model has
+// ALIVE is heard; a new one joins; one this GCS has marked DEAD is refused
+// (Ray never takes a dead node back) and one it never knew that says it had
+// joined before is told it is unknown: this head is a new cluster.
+func (h *head) register(w http.ResponseWriter, r *http.Request) {
+	if !tokenOK(w, r) {
+		return
+	}
+	var n node
+	if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, seen := h.nodes[n.ID]
+	switch {
+	case seen && h.c.Known(n.ID):
+		if n.Manager == "" {
+			old.seen = time.Now() // else its liveness is the head's health check
+		}
+	case seen:
+		http.Error(w, "node "+n.ID+" was marked DEAD", http.StatusGone)
+	case n.Joined:
+		http.Error(w, "node "+n.ID+" is not known to this GCS (a new cluster)", http.StatusNotFound)
+	default:
+		n.seen, n.Name = time.Now(), n.IP
+		h.nodes[n.ID] = &n
+		h.c.Join(raymodel.NodeSpec{ID: n.ID, IP: n.IP, Total: n.Resources, Labels: n.Labels})
+	}
+}
+
+// healthChecks reach each raylet's node-manager port, as Ray's GCS
+// health-checks it: a node this head cannot reach (another host behind a
+// firewall, a port not open) is never heard, and goes DEAD.
+func (h *head) healthChecks() {
+	for {
+		h.mu.Lock()
+		var check []*node
+		for _, n := range h.nodes {
+			if !n.Head && n.Manager != "" {
+				check = append(check, n)
+			}
+		}
+		h.mu.Unlock()
+		for _, n := range check {
+			if c, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, n.Manager), time.Second); err == nil {
+				c.Close()
+				h.mu.Lock()
+				n.seen = time.Now()
+				h.mu.Unlock()
+			}
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// tick tells the model which raylets fell silent and moves it on, so jobs
+// run in real time whether or not anyone polls.
+func (h *head) tick() {
+	for {
+		h.mu.Lock()
+		for id, n := range h.nodes {
+			if !n.Head && time.Since(n.seen) > silentAfter && h.c.Answering(id) {
+				h.c.Silence(id, n.seen)
+			}
+		}
+		h.mu.Unlock()
+		h.c.Nodes()
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// list is every node with its state from the model.
+func (h *head) list() []*node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*node
+	for _, rn := range h.c.Nodes() {
+		if n, ok := h.nodes[rn.NodeID]; ok {
+			c := *n
+			c.State = rn.State
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
