@@ -176,29 +176,6 @@ func labNodes(gpusPerWorker float64) []ray.Node {
 	}
 }
 
-func TestInfeasibleStaysPendingThenIsStopped(t *testing.T) {
-	f := newFixture(t, nil)
-	f.ray.SetNodes(labNodes(1))
-	f.ray.SetClusterStatus(statusWithDemand)
-	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
-	require.NoError(t, err)
-	require.True(t, rec.OK)
-	obs := rec.Infeasible
-	require.NotNil(t, obs)
-	assert.True(t, obs.StayedPending)
-	assert.GreaterOrEqual(t, obs.PendingSeconds, f.opts.Observe.Seconds())
-	assert.Equal(t, 1.0, obs.MaxGPUsPerNode)
-	require.NotNil(t, obs.Demand)
-	assert.Equal(t, 2.0, obs.Demand.Resources["GPU"])
-	assert.True(t, obs.StoppedAfter)
-
-	id := rec.Jobs[0].SubmissionID
-	job, _ := f.ray.Job(id)
-	assert.Equal(t, ray.Stopped, job.Status, "the job is stopped, not left pending")
-	assert.Equal(t, 2.0, job.Request.EntrypointNumGPUs)
-	assert.Equal(t, 8.0, job.Request.EntrypointNumCPUs)
-}
-
 func TestInfeasibleKeepLeavesItPending(t *testing.T) {
 	f := newFixture(t, nil)
 	f.ray.SetNodes(labNodes(1))

@@ -60,19 +60,11 @@ func runInfeasible(ctx context.Context, r *runner) error {
 			return err
 		}
 	}
+	obs.Kept = r.o.Keep
 	if !r.o.Keep && !last.Status.Terminal() {
-		// The course leaves it pending forever; Ray would fail it after
-		// RAY_JOB_START_TIMEOUT_SECONDS (15 min). Clean up now.
-		if _, err := r.env.Ray.Stop(ctx, id); err != nil {
+		if last, err = r.endUnplaced(ctx, last, obs); err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		last, err = r.env.Ray.Wait(wctx, id, ray.WaitOptions{Poll: r.o.Poll})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("stop the infeasible job %s: %w", id, err)
-		}
-		obs.StoppedAfter = last.Status == ray.Stopped
 	}
 	r.fill(ctx, i, last)
 	r.number("seconds PENDING (observed)", obs.PendingSeconds, "s")
@@ -86,10 +78,58 @@ func runInfeasible(ctx context.Context, r *runner) error {
 	}
 	r.rec.Observed = fmt.Sprintf("job stayed PENDING for %.0fs (message: %q); at most %.0f GPU per alive node (%d alive); %s",
 		obs.PendingSeconds, obs.JobMessage, maxGPU, obs.AliveNodes, demand)
-	if r.o.Keep {
-		r.rec.Observed += "; the job was left pending (--keep): stop it with 'ray job stop " + id + "'"
-	} else if obs.StoppedAfter {
-		r.rec.Observed += "; then stopped it"
+	switch {
+	case r.o.Keep:
+		r.rec.Observed += "; the job was left pending (--keep): end it by killing its supervisor actor (" + ray.SupervisorActorName(id) + ") on the dashboard's Actors page; 'ray job stop' leaves it PENDING until Ray fails it after 15 minutes"
+	case obs.StoppedAfter:
+		r.rec.Observed += fmt.Sprintf("; then ended it by %s (Ray: %s %s)", obs.EndedBy, last.Status, last.ErrorType)
 	}
 	return nil
 }
+
+// endUnplaced ends a job whose supervisor actor Ray never placed. Ray's
+// stop does nothing for it (JobManager.stop_job calls stop on the
+// supervisor actor, a call queued behind an actor that never starts), and
+// the job would stay PENDING for RAY_JOB_START_TIMEOUT_SECONDS (900 s).
+// Killing the supervisor actor through the dashboard's actor API ends it:
+// the job monitor marks it FAILED (JOB_SUPERVISOR_ACTOR_DIED) within its
+// 1 s loop. That works on any Ray 2.54 cluster, mltrain's or not. See
+// docs/ray-fidelity.md.
+// A job that did start (a node had 2 GPUs after all) is stopped as usual.
+func (r *runner) endUnplaced(ctx context.Context, j ray.Job, obs *InfeasibleObs) (ray.Job, error) {
+	id := j.SubmissionID
+	var a ray.Actor
+	found := false
+	if j.Status == ray.Pending {
+		var err error
+		if a, found, err = r.env.Ray.JobSupervisor(ctx, id); err != nil {
+			return ray.Job{}, fmt.Errorf("end the infeasible job %s: %w", id, err)
+		}
+	}
+	if found && a.State != "DEAD" {
+		if err := r.env.Ray.KillActor(ctx, a.ActorID); err != nil {
+			return ray.Job{}, fmt.Errorf("end the infeasible job %s: %w", id, err)
+		}
+		obs.EndedBy = "killing its supervisor actor " + a.ActorID
+	} else {
+		// No live supervisor to kill: ask Ray to stop the job, as
+		// 'ray job stop' would.
+		if _, err := r.env.Ray.Stop(ctx, id); err != nil {
+			return ray.Job{}, err
+		}
+		obs.EndedBy = "stopping it"
+	}
+	r.say("ended %s by %s", id, obs.EndedBy)
+	wctx, cancel := context.WithTimeout(ctx, endWait)
+	defer cancel()
+	last, err := r.env.Ray.Wait(wctx, id, ray.WaitOptions{Poll: r.o.Poll})
+	if err != nil {
+		return last, fmt.Errorf("end the infeasible job %s (by %s): still %s after %s: %w", id, obs.EndedBy, last.Status, endWait, err)
+	}
+	obs.StoppedAfter = last.Status.Terminal()
+	return last, nil
+}
+
+// endWait bounds how long a killed supervisor's job may take to turn
+// terminal: Ray's job monitor notices within its 1 s loop.
+const endWait = 30 * time.Second

@@ -101,7 +101,9 @@ type InfeasibleObs struct {
 	Demand          *ray.Demand        `json:"demand,omitempty"`
 	DemandSeenAfter float64            `json:"demand_seen_after_seconds,omitempty"`
 	JobMessage      string             `json:"job_message"`
-	StoppedAfter    bool               `json:"stopped_after"`
+	StoppedAfter    bool               `json:"stopped_after"`      // the job was ended after observing (terminal)
+	EndedBy         string             `json:"ended_by,omitempty"` // how: killing its supervisor actor, or a stop
+	Kept            bool               `json:"kept,omitempty"`     // --keep: left PENDING on purpose
 	Nodes           []ray.Node         `json:"nodes,omitempty"`
 	ClusterStatus   string             `json:"cluster_status,omitempty"`
 	Requested       map[string]float64 `json:"requested"`
