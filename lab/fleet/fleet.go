@@ -174,10 +174,8 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 		return n
 	}
 	defer conn.Close()
-	// One budget for the whole host: the deadline ends a stuck handshake or
-	// session, and cancelling (Ctrl-C) closes the connection.
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
+	// One budget for the whole host: its end (or Ctrl-C) closes the
+	// connection, which ends a stuck handshake or session.
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 

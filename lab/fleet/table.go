@@ -28,46 +28,49 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	}
 	var b strings.Builder
 	// Columns are padded by hand: colour codes take bytes but no width.
-	pad := func(s string, width int) string { return s + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(s))) }
+	pad := func(s string, width int) string {
+		return s + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(s)))
+	}
 	paint := func(s, c string) string {
 		if !color {
 			return s
 		}
 		return c + s + colorReset
 	}
+	cells := make([][]string, len(r.Hosts))
+	widths := make([]int, len(groups))
+	for i, n := range r.Hosts {
+		var tally map[string]verify.GroupTally
+		if n.Report != nil {
+			tally = n.Report.Tally()
+		}
+		for j, g := range groups {
+			cells[i] = append(cells[i], cell(tally[g]))
+			widths[j] = max(widths[j], len(g), len(cells[i][j]))
+		}
+	}
 	b.WriteString(pad("HOST", hostW) + "  " + pad("STATE", stateW))
-	for _, g := range groups {
-		b.WriteString("  " + g)
+	for j, g := range groups {
+		b.WriteString("  " + pad(g, widths[j]))
 	}
 	b.WriteString("\n")
-	for _, n := range r.Hosts {
+	for i, n := range r.Hosts {
 		c := colorRed
 		if n.State == Passed {
 			c = colorGreen
 		}
 		b.WriteString(pad(n.Name(), hostW) + "  " + paint(n.State, c) + strings.Repeat(" ", stateW-len(n.State)))
-		var tally map[string]verify.GroupTally
-		if n.Report != nil {
-			tally = n.Report.Tally()
-		}
-		for _, g := range groups {
-			t := tally[g]
-			cell, c := "-", ""
-			switch {
-			case t.Failed > 0:
-				cell, c = fmt.Sprintf("FAIL %d", t.Failed), colorRed
-			case t.Passed > 0:
-				cell, c = "ok", colorGreen
-			case t.Skipped > 0:
-				cell = "skip"
-			}
+		for j, c := range cells[i] {
 			b.WriteString("  ")
-			if c != "" {
-				b.WriteString(paint(cell, c))
-			} else {
-				b.WriteString(cell)
+			switch {
+			case strings.HasPrefix(c, "FAIL"):
+				b.WriteString(paint(c, colorRed))
+			case c == "ok":
+				b.WriteString(paint(c, colorGreen))
+			default:
+				b.WriteString(c)
 			}
-			b.WriteString(strings.Repeat(" ", max(0, len(g)-len(cell))))
+			b.WriteString(strings.Repeat(" ", widths[j]-len(c)))
 		}
 		b.WriteString("\n")
 	}
@@ -76,7 +79,11 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 		if n.State == Passed {
 			continue
 		}
-		fmt.Fprintf(&why, "%s (%s): %s\n", n.Name(), n.Host, oneLine(n.Detail))
+		name := n.Name()
+		if name != n.Host {
+			name += " (" + n.Host + ")"
+		}
+		fmt.Fprintf(&why, "%s: %s\n", name, oneLine(n.Detail))
 		if n.Fix != "" {
 			fmt.Fprintf(&why, "  fix: %s\n", oneLine(n.Fix))
 		}
@@ -97,6 +104,19 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	fmt.Fprintf(&b, "\n%d hosts in %.1fs: %s: %s\n", len(r.Hosts), r.Seconds, strings.Join(counts, ", "), verdict)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cell is a group's column on a host's row: ok, FAIL n, skip, or - (not run).
+func cell(t verify.GroupTally) string {
+	switch {
+	case t.Failed > 0:
+		return fmt.Sprintf("FAIL %d", t.Failed)
+	case t.Passed > 0:
+		return "ok"
+	case t.Skipped > 0:
+		return "skip"
+	}
+	return "-"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
