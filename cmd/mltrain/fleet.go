@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab/fleet"
+	"github.com/mltrain/mltrain/lab/verify"
+)
+
+func (a *app) fleetCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "fleet", Short: "Act on many students' nodes over SSH (fleet verify)"}
+	var o fleet.Options
+	var junit, htmlFile string
+	v := &cobra.Command{
+		Use:   "verify HOSTS",
+		Short: "Run 'mltrain verify' on every host of a hosts file over SSH; one report",
+		Long: `HOSTS is a file, one host per line: [user@]address[:port] [label] (# comments).
+Each host ends in one state: ` + strings.Join(fleet.States, ", ") + `.
+The exit status is 0 only when every host passed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return clierr.Usage(fmt.Errorf("hosts file: %w", err), cmd.CommandPath())
+			}
+			hosts, err := fleet.ParseHosts(f, args[0])
+			_ = f.Close()
+			if err != nil {
+				return clierr.WithCode(err, clierr.ExitUsage)
+			}
+			if cmd.Flags().Changed("project") {
+				o.Project = a.project
+			}
+			o.StateDir = a.stateDir
+			r, done := a.reporter()
+			if !a.json && !liveTerminal(a.errOut) {
+				r = endsOnly{r} // piped: a line when a host finishes
+			}
+			o.Progress = r
+			rep, err := fleet.Run(cmd.Context(), hosts, o)
+			done()
+			if err != nil {
+				return err
+			}
+			for i := range rep.Hosts {
+				rep.Hosts[i].Fix = a.next(rep.Hosts[i].Fix)
+			}
+			if err := a.fleetFiles(rep, junit, htmlFile); err != nil {
+				return err
+			}
+			if a.json {
+				err = printJSON(a.out, rep)
+			} else {
+				err = fleet.WriteTable(a.out, rep, isTerminal(a.out))
+			}
+			if err == nil && !rep.OK {
+				err = clierr.Silent{Code: clierr.ExitFailure}
+			}
+			return err
+		},
+	}
+	fl := v.Flags()
+	fl.StringVar(&o.Identity, "identity", "", "private key `FILE` (default: the SSH agent, then ~/.ssh/id_*)")
+	fl.StringVar(&o.KnownHosts, "known-hosts", "", "known_hosts `FILE` (default ~/.ssh/known_hosts)")
+	fl.BoolVar(&o.AcceptNew, "accept-new", false, "record unknown host keys (as ssh's StrictHostKeyChecking=accept-new); a changed key is always refused")
+	fl.IntVar(&o.Parallel, "parallel", 16, "hosts checked at once")
+	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "time limit of each host, connecting included")
+	fl.StringVar(&o.Mltrain, "mltrain", "mltrain", "the mltrain command on the hosts (a `PATH` there)")
+	fl.StringVar(&junit, "junit", "", "also write JUnit XML to `FILE` (one testsuite per host)")
+	fl.StringVar(&htmlFile, "html", "", "also write one self-contained HTML page to `FILE`")
+	cmd.AddCommand(v)
+	return cmd
+}
+
+func (a *app) fleetFiles(rep fleet.Report, junit, htmlFile string) error {
+	if junit != "" {
+		if err := writeReportFile("--junit", junit, func(w io.Writer) error {
+			return verify.WriteNodesJUnit(w, "mltrain fleet verify", rep.Hosts)
+		}); err != nil {
+			return err
+		}
+	}
+	if htmlFile != "" {
+		return writeReportFile("--html", htmlFile, func(w io.Writer) error {
+			return verify.WriteHTML(w, "mltrain fleet verify", rep.Hosts, rep.Started)
+		})
+	}
+	return nil
+}
+
+// endsOnly passes on what is not a step's start or progress.
+type endsOnly struct{ progress.Reporter }
+
+func (e endsOnly) Report(ev progress.Event) {
+	if ev.Kind != progress.Start && ev.Kind != progress.Update {
+		e.Reporter.Report(ev)
+	}
+}
