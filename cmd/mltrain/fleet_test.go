@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
+	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/fleet"
+	"github.com/mltrain/mltrain/lab/fleet/fleettest"
+)
+
+// downLab writes the state of a CPU-rehearsal lab whose services are all
+// gone: verify's host group passes on it, its containers group fails.
+func downLab(t *testing.T) string {
+	dir := t.TempDir()
+	project := dockertest.UniqueName(t, "mltf")
+	creds, _, err := lab.StateDir(dir).CreateCredentials()
+	require.NoError(t, err)
+	dead := "http://127.0.0.1:1"
+	plan := lab.Plan{Project: project, Mode: lab.ModeCPU, Accelerator: lab.AccelCPU, DataVolume: project + "-food11",
+		Workers: []lab.Worker{{Index: 0, Service: "ray-worker-0"}}, Credentials: creds}
+	require.NoError(t, lab.StateDir(dir).SaveState(lab.State{Project: project, Plan: plan,
+		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	return dir
+}
+
+// The real mltrain, over real OpenSSH servers on loopback, against the real
+// mltrain on each "host": every host ends in its state, the exit status is
+// 1, the JSON, JUnit and HTML name every host, and the HTML loads in
+// headless Chromium with no console error.
+func TestFleetVerifyOverSSH(t *testing.T) {
+	fleettest.Need(t)
+	dockertest.Engine(t) // the hosts' verify reads the engine
+	bin := mltrainBinary(t)
+	dir := t.TempDir()
+	key := fleettest.NewKey(t)
+	identity := key.WritePrivate(t, dir, "id_ed25519")
+	pub := key.Signer.PublicKey()
+	labDir := downLab(t)
+
+	// Each host's mltrain is this build, pointed at its own state dir; the
+	// real verify --only host passes on a rehearsal lab, containers fail on
+	// a lab that is down, and an empty state dir is no lab.
+	passed := fleettest.Start(t, pub)
+	passed.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s --only host`, bin, labDir))
+	failed := fleettest.Start(t, pub)
+	failed.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s --only host,containers`, bin, labDir))
+	noLab := fleettest.Start(t, pub)
+	noLab.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s`, bin, t.TempDir()))
+	missing := fleettest.Start(t, pub)
+	refused := fleettest.Start(t, fleettest.NewKey(t).Signer.PublicKey())
+	changed := fleettest.Start(t, pub)
+	closed := fleettest.ClosedPort(t)
+
+	known := filepath.Join(dir, "known_hosts")
+	lines := []string{passed.KnownHostsLine(), failed.KnownHostsLine(), noLab.KnownHostsLine(), missing.KnownHostsLine(),
+		refused.KnownHostsLine(), fleettest.Host{Port: changed.Port, HostKey: fleettest.NewKey(t)}.KnownHostsLine()}
+	require.NoError(t, os.WriteFile(known, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	hostsFile := filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(hostsFile, []byte(strings.Join([]string{
+		"# section 1, Tuesday",
+		passed.Addr(t) + " ada",
+		failed.Addr(t) + " grace",
+		noLab.Addr(t) + " linus",
+		missing.Addr(t) + " margaret",
+		refused.Addr(t) + " ken",
+		changed.Addr(t) + " barbara",
+		fmt.Sprintf("127.0.0.1:%d dennis", closed),
+	}, "\n")+"\n"), 0o600))
+	want := map[string]string{"ada": fleet.Passed, "grace": fleet.Failed, "linus": fleet.NoLab, "margaret": fleet.NoMltrain,
+		"ken": fleet.AuthRefused, "barbara": fleet.HostKey, "dennis": fleet.Unreachable}
+
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append([]string{"fleet", "verify", hostsFile, "--identity", identity, "--known-hosts", known,
+			"--timeout", "60s"}, args...)...)
+		cmd.Env = append(os.Environ(), "USER="+fleettest.User(t), "SSH_AUTH_SOCK=")
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("run mltrain: %v", err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+
+	// The table, with a line per finished host on stderr (piped).
+	out, progress, code := run()
+	assert.Equal(t, 1, code, "not every host passed\n%s%s", out, progress)
+	for name, state := range want {
+		assert.Regexp(t, `(?m)^`+name+`\s+`+state+`\b`, out)
+		assert.Equal(t, 1, strings.Count(progress, " "+name+": "), "one progress line for %s:\n%s", name, progress)
+	}
+	assert.NotContains(t, progress, "•", "piped, a host's start is not a line")
+	assert.Regexp(t, `(?m)^✓ ada: passed \(2 checks\)$`, progress)
+	assert.Regexp(t, `(?m)^✗ barbara: host-key: host key CHANGED`, progress)
+	assert.Contains(t, out, "7 hosts in")
+
+	// JSON, JUnit and HTML from one run.
+	junit, page := filepath.Join(dir, "fleet.xml"), filepath.Join(dir, "fleet.html")
+	out, _, code = run("--json", "--junit", junit, "--html", page)
+	assert.Equal(t, 1, code)
+	var rep fleet.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Hosts, 7)
+	assert.False(t, rep.OK)
+	for _, n := range rep.Hosts {
+		assert.Equal(t, want[n.Label], n.State, "%s: %s", n.Label, n.Detail)
+	}
+	assert.Equal(t, "ada", rep.Hosts[0].Label)
+	require.NotNil(t, rep.Hosts[0].Report)
+	assert.Equal(t, []string{"host.gpus", "host.plumbing"}, []string{rep.Hosts[0].Report.Checks[0].ID, rep.Hosts[0].Report.Checks[1].ID})
+	assert.Contains(t, rep.Hosts[1].Detail, "failed: containers.")
+	assert.Contains(t, rep.Hosts[2].Detail, "no lab state at")
+
+	b, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	var suites struct {
+		Suites []struct {
+			Name     string `xml:"name,attr"`
+			Failures int    `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(b, &suites))
+	require.Len(t, suites.Suites, 7, "one testsuite per host")
+	for _, s := range suites.Suites {
+		assert.Equal(t, want[s.Name] == fleet.Passed, s.Failures == 0, "%s: %d failures", s.Name, s.Failures)
+	}
+
+	p := fleettest.Open(t, page, "fleet-verify")
+	assert.Empty(t, p.Problems, "the page loads with no console error")
+	assert.Zero(t, p.Fetches, "the page fetches nothing")
+	for name, state := range want {
+		assert.Contains(t, p.Text, name)
+		assert.Contains(t, p.Text, state)
+	}
+	assert.Contains(t, p.Text, "host key CHANGED")
+}
