@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/fleet"
-	"github.com/mltrain/mltrain/lab/verify"
 )
 
 func (a *app) fleetCmd() *cobra.Command {
@@ -23,18 +20,14 @@ func (a *app) fleetCmd() *cobra.Command {
 		Use:   "verify HOSTS",
 		Short: "Run 'mltrain verify' on every host of a hosts file over SSH; one report",
 		Long: `HOSTS is a file, one host per line: [user@]address[:port] [label] (# comments).
-Each host ends in one state: ` + strings.Join(fleet.States, ", ") + `.
+Each host runs 'mltrain verify --json' (with --project/--state-dir when given)
+and ends in one state: ` + strings.Join(fleet.States, ", ") + `.
 The exit status is 0 only when every host passed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			hosts, err := fleet.ReadHosts(args[0])
 			if err != nil {
-				return clierr.Usage(fmt.Errorf("hosts file: %w", err), cmd.CommandPath())
-			}
-			hosts, err := fleet.ParseHosts(f, args[0])
-			_ = f.Close()
-			if err != nil {
-				return clierr.WithCode(err, clierr.ExitUsage)
+				return err
 			}
 			if cmd.Flags().Changed("project") {
 				o.Project = a.project
@@ -53,8 +46,15 @@ The exit status is 0 only when every host passed.`,
 			for i := range rep.Hosts {
 				rep.Hosts[i].Fix = a.next(rep.Hosts[i].Fix)
 			}
-			if err := a.fleetFiles(rep, junit, htmlFile); err != nil {
-				return err
+			for _, file := range []struct {
+				flag, path string
+				write      func(io.Writer) error
+			}{{"--junit", junit, rep.WriteJUnit}, {"--html", htmlFile, rep.WriteHTML}} {
+				if file.path != "" {
+					if err := writeReportFile(file.flag, file.path, file.write); err != nil {
+						return err
+					}
+				}
 			}
 			if a.json {
 				err = printJSON(a.out, rep)
@@ -78,22 +78,6 @@ The exit status is 0 only when every host passed.`,
 	fl.StringVar(&htmlFile, "html", "", "also write one self-contained HTML page to `FILE`")
 	cmd.AddCommand(v)
 	return cmd
-}
-
-func (a *app) fleetFiles(rep fleet.Report, junit, htmlFile string) error {
-	if junit != "" {
-		if err := writeReportFile("--junit", junit, func(w io.Writer) error {
-			return verify.WriteNodesJUnit(w, "mltrain fleet verify", rep.Hosts)
-		}); err != nil {
-			return err
-		}
-	}
-	if htmlFile != "" {
-		return writeReportFile("--html", htmlFile, func(w io.Writer) error {
-			return verify.WriteHTML(w, "mltrain fleet verify", rep.Hosts, rep.Started)
-		})
-	}
-	return nil
 }
 
 // endsOnly passes on what is not a step's start or progress.

@@ -147,3 +147,20 @@ func TestFleetVerifyOverSSH(t *testing.T) {
 	}
 	assert.Contains(t, p.Text, "host key CHANGED")
 }
+
+func TestFleetVerifyBadHostsFileIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := runOffline(t, "fleet", "verify", filepath.Join(dir, "none"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "Error: hosts file: open ")
+	assert.Contains(t, errOut, "Next: write one host per line: [user@]address[:port] [label]")
+
+	bad := filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(bad, []byte("cc@10.0.0.1:port\n"), 0o600))
+	_, errOut, code = runOffline(t, "fleet", "verify", bad)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "hosts line 1: \"cc@10.0.0.1:port\": port \"port\" is not a number")
+
+	_, errOut, code = runOffline(t, "fleet", "verify")
+	assert.Equal(t, 2, code, errOut)
+}

@@ -66,7 +66,8 @@ func classify(n verify.Node, h Host, o Options, out []byte, r ran) verify.Node {
 		n.State, n.Detail = NoLab, firstOf(a.Error, r.stderr)
 		n.Fix = fmt.Sprintf("the student runs 'mltrain up' on %s (or pass the lab's --project/--state-dir)", h.Spec)
 	case jsonErr == nil && a.Error != "":
-		n.State, n.Detail, n.Fix = Failed, "verify could not run: "+a.Error, a.Next
+		n.State, n.Detail = Failed, "verify could not run: "+a.Error
+		n.Fix = firstOf(a.Next, "log in (ssh "+h.Spec+") and run 'mltrain verify'")
 	case jsonErr == nil && len(a.Checks) > 0:
 		rep := a.Report
 		n.Report = &rep

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,17 @@ func (h Host) Name() string {
 }
 
 const hostsHint = "write one host per line: [user@]address[:port] [label], e.g. cc@192.5.87.10 ada (# starts a comment)"
+
+// ReadHosts reads the hosts file at path; its mistakes are usage errors.
+func ReadHosts(path string) ([]Host, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, clierr.WithCode(clierr.WithHint(fmt.Errorf("hosts file: %w", err), hostsHint), clierr.ExitUsage)
+	}
+	defer f.Close()
+	hosts, err := ParseHosts(f, path)
+	return hosts, clierr.WithCode(err, clierr.ExitUsage)
+}
 
 // ParseHosts reads a hosts file: one host per line, `[user@]address[:port]
 // [label]`, blank lines and `#` comments ignored. name says which file, for

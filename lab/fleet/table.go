@@ -120,3 +120,13 @@ func cell(t verify.GroupTally) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// WriteJUnit writes the report as JUnit XML, one testsuite per host.
+func (r Report) WriteJUnit(w io.Writer) error {
+	return verify.WriteNodesJUnit(w, "mltrain fleet verify", r.Hosts)
+}
+
+// WriteHTML writes the report as one self-contained HTML page.
+func (r Report) WriteHTML(w io.Writer) error {
+	return verify.WriteHTML(w, "mltrain fleet verify", r.Hosts, r.Started)
+}
