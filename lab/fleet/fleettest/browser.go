@@ -24,6 +24,9 @@ type Page struct {
 // installs it); elsewhere the test is skipped without it.
 func Chromium(t testing.TB) string {
 	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("-short: no browser")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -94,9 +94,12 @@ func User(t testing.TB) string {
 }
 
 // Need fails the test when sshd is missing under CI (.ci/run installs it)
-// and skips it elsewhere.
+// and skips it elsewhere, or with -short (unit tests alone).
 func Need(t testing.TB) {
 	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("-short: no sshd")
+	}
 	if _, err := os.Stat(SSHDPath); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s: %v (apt-get install openssh-server)", SSHDPath, err)
