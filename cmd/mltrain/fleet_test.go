@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,4 +164,33 @@ func TestFleetVerifyBadHostsFileIsAUsageError(t *testing.T) {
 
 	_, errOut, code = runOffline(t, "fleet", "verify")
 	assert.Equal(t, 2, code, errOut)
+}
+
+// On a terminal each running host is a row the live view redraws, and a
+// line stays for each host that finished.
+func TestFleetVerifyOnATerminal(t *testing.T) {
+	fleettest.Need(t)
+	dir := t.TempDir()
+	key := fleettest.NewKey(t)
+	identity := key.WritePrivate(t, dir, "id_ed25519")
+	report := `{"project":"mltrain","ok":true,"passed":1,"checks":[{"id":"host.gpus","group":"host","title":"GPUs","status":"pass","evidence":"no GPU hardware"}]}`
+	fast := fleettest.Start(t, key.Signer.PublicKey())
+	fast.Script(t, "mltrain", "echo '"+report+"'")
+	slow := fleettest.Start(t, key.Signer.PublicKey())
+	slow.Script(t, "mltrain", "sleep 3; echo '"+report+"'")
+	known := filepath.Join(dir, "known_hosts")
+	require.NoError(t, os.WriteFile(known, []byte(fast.KnownHostsLine()+"\n"+slow.KnownHostsLine()+"\n"), 0o600))
+	hosts := filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(hosts, []byte(fast.Addr(t)+" fast\n"+slow.Addr(t)+" slow\n"), 0o600))
+
+	run := runTerm(t, TermOptions{Args: []string{"fleet", "verify", hosts, "--identity", identity, "--known-hosts", known},
+		Env: []string{"USER=" + fleettest.User(t), "SSH_AUTH_SOCK="}, Limit: time.Minute})
+	assert.Equal(t, 0, run.Code, run.Output)
+	assert.GreaterOrEqual(t, run.Redraws, 1, "the live view redrew while the slow host ran")
+	screen := strings.Join(run.Screen, "\n")
+	assert.Regexp(t, `(?m)^✓ fast: passed \(1 checks\)`, screen)
+	assert.Regexp(t, `(?m)^✓ slow: passed \(1 checks\)`, screen)
+	assert.Regexp(t, "(?m)^slow  \x1b\\[32mpassed\x1b\\[0m  \x1b\\[32mok\x1b\\[0m$", screen, "coloured on a terminal")
+	assert.Contains(t, screen, "2 hosts in")
+	assert.Contains(t, run.Output, "running mltrain verify", "the row says what the host is doing")
 }

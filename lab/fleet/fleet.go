@@ -206,6 +206,7 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 	}
 	client := ssh.NewClient(sc, chans, reqs)
 	defer client.Close()
+	progress.Say(o.Progress, h.Name(), "running mltrain verify")
 	out, run, err := runVerify(client, remoteCommand(o))
 	if ctx.Err() != nil {
 		return timedOut("while 'mltrain verify' ran")

@@ -49,30 +49,35 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 			widths[j] = max(widths[j], len(g), len(cells[i][j]))
 		}
 	}
-	b.WriteString(pad("HOST", hostW) + "  " + pad("STATE", stateW))
-	for j, g := range groups {
-		b.WriteString("  " + pad(g, widths[j]))
+	var row strings.Builder
+	endRow := func() {
+		b.WriteString(strings.TrimRight(row.String(), " ") + "\n")
+		row.Reset()
 	}
-	b.WriteString("\n")
+	row.WriteString(pad("HOST", hostW) + "  " + pad("STATE", stateW))
+	for j, g := range groups {
+		row.WriteString("  " + pad(g, widths[j]))
+	}
+	endRow()
 	for i, n := range r.Hosts {
 		c := colorRed
 		if n.State == Passed {
 			c = colorGreen
 		}
-		b.WriteString(pad(n.Name(), hostW) + "  " + paint(n.State, c) + strings.Repeat(" ", stateW-len(n.State)))
+		row.WriteString(pad(n.Name(), hostW) + "  " + paint(n.State, c) + strings.Repeat(" ", stateW-len(n.State)))
 		for j, c := range cells[i] {
-			b.WriteString("  ")
+			row.WriteString("  ")
 			switch {
 			case strings.HasPrefix(c, "FAIL"):
-				b.WriteString(paint(c, colorRed))
+				row.WriteString(paint(c, colorRed))
 			case c == "ok":
-				b.WriteString(paint(c, colorGreen))
+				row.WriteString(paint(c, colorGreen))
 			default:
-				b.WriteString(c)
+				row.WriteString(c)
 			}
-			b.WriteString(strings.Repeat(" ", widths[j]-len(c)))
+			row.WriteString(strings.Repeat(" ", widths[j]-len(c)))
 		}
-		b.WriteString("\n")
+		endRow()
 	}
 	var why strings.Builder
 	for _, n := range r.Hosts {
