@@ -15,50 +15,45 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/docker/dockertest"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/fleet"
 	"github.com/mltrain/mltrain/lab/fleet/fleettest"
+	"github.com/mltrain/mltrain/lab/verify"
 )
 
-// downLab writes the state of a CPU-rehearsal lab whose services are all
-// gone: verify's host group passes on it, its containers group fails.
-func downLab(t *testing.T) string {
-	dir := t.TempDir()
-	project := dockertest.UniqueName(t, "mltf")
-	creds, _, err := lab.StateDir(dir).CreateCredentials()
-	require.NoError(t, err)
-	dead := "http://127.0.0.1:1"
-	plan := lab.Plan{Project: project, Mode: lab.ModeCPU, Accelerator: lab.AccelCPU, DataVolume: project + "-food11",
-		Workers: []lab.Worker{{Index: 0, Service: "ray-worker-0"}}, Credentials: creds}
-	require.NoError(t, lab.StateDir(dir).SaveState(lab.State{Project: project, Plan: plan,
-		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
-	return dir
-}
-
 // The real mltrain, over real OpenSSH servers on loopback, against the real
-// mltrain on each "host": every host ends in its state, the exit status is
-// 1, the JSON, JUnit and HTML name every host, and the HTML loads in
-// headless Chromium with no console error.
+// mltrain on each "host" and a stand-in lab on the real engine: every host
+// ends in its state, the exit status is 1, the JSON, JUnit and HTML name
+// every host, and the HTML loads in headless Chromium with no console error.
 func TestFleetVerifyOverSSH(t *testing.T) {
 	fleettest.Need(t)
-	dockertest.Engine(t) // the hosts' verify reads the engine
+	s := newStandin(t)
+	_, stderr, code := runBin(t, binRun{args: s.upArgs(), env: s.env})
+	require.Equal(t, 0, code, stderr)
+	live := "host,containers,gpu,ray,minio,metrics,jupyter" // the stand-in lab has no dataset and ran no exercise
+	// Health checks and Prometheus's first scrape of the workers come
+	// seconds after 'up' (issue 21): wait for the lab's own verify to pass.
+	require.Eventually(t, func() bool {
+		_, _, code := runBin(t, binRun{args: append([]string{"verify", "--only", live}, s.lab()...), env: s.env})
+		return code == 0
+	}, 90*time.Second, 2*time.Second, "the stand-in lab never verified")
+
 	bin := mltrainBinary(t)
 	dir := t.TempDir()
 	key := fleettest.NewKey(t)
 	identity := key.WritePrivate(t, dir, "id_ed25519")
 	pub := key.Signer.PublicKey()
-	labDir := downLab(t)
 
-	// Each host's mltrain is this build, pointed at its own state dir; the
-	// real verify --only host passes on a rehearsal lab, containers fail on
-	// a lab that is down, and an empty state dir is no lab.
+	// Each host's mltrain is this build, in the stand-in lab's environment
+	// (a CPU rehearsal host); fleet passes it the lab's --project and
+	// --state-dir. One host verifies the live groups, one the exercises
+	// (none ran: failed), one is pointed at an empty state dir (no lab).
+	env := "exec env " + strings.Join(s.env, " ") + " " + bin + ` "$@" `
 	passed := fleettest.Start(t, pub)
-	passed.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s --only host`, bin, labDir))
+	passed.Script(t, "mltrain", env+"--only "+live)
 	failed := fleettest.Start(t, pub)
-	failed.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s --only host,containers`, bin, labDir))
+	failed.Script(t, "mltrain", env+"--only host,exercises")
 	noLab := fleettest.Start(t, pub)
-	noLab.Script(t, "mltrain", fmt.Sprintf(`exec %s "$@" --state-dir %s`, bin, t.TempDir()))
+	noLab.Script(t, "mltrain", env+"--state-dir "+t.TempDir())
 	missing := fleettest.Start(t, pub)
 	refused := fleettest.Start(t, fleettest.NewKey(t).Signer.PublicKey())
 	changed := fleettest.Start(t, pub)
@@ -83,8 +78,8 @@ func TestFleetVerifyOverSSH(t *testing.T) {
 		"ken": fleet.AuthRefused, "barbara": fleet.HostKey, "dennis": fleet.Unreachable}
 
 	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, append([]string{"fleet", "verify", hostsFile, "--identity", identity, "--known-hosts", known,
-			"--timeout", "60s"}, args...)...)
+		cmd := exec.Command(bin, append(append([]string{"fleet", "verify", hostsFile, "--identity", identity, "--known-hosts", known,
+			"--timeout", "60s"}, s.lab()...), args...)...)
 		cmd.Env = append(os.Environ(), "USER="+fleettest.User(t), "SSH_AUTH_SOCK=")
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -104,7 +99,7 @@ func TestFleetVerifyOverSSH(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(progress, " "+name+": "), "one progress line for %s:\n%s", name, progress)
 	}
 	assert.NotContains(t, progress, "•", "piped, a host's start is not a line")
-	assert.Regexp(t, `(?m)^✓ ada: passed \(2 checks\)$`, progress)
+	assert.Regexp(t, `(?m)^✓ ada: passed \(\d\d checks\)$`, progress)
 	assert.Regexp(t, `(?m)^✗ barbara: host-key: host key CHANGED`, progress)
 	assert.Contains(t, out, "7 hosts in")
 
@@ -121,8 +116,9 @@ func TestFleetVerifyOverSSH(t *testing.T) {
 	}
 	assert.Equal(t, "ada", rep.Hosts[0].Label)
 	require.NotNil(t, rep.Hosts[0].Report)
-	assert.Equal(t, []string{"host.gpus", "host.plumbing"}, []string{rep.Hosts[0].Report.Checks[0].ID, rep.Hosts[0].Report.Checks[1].ID})
-	assert.Contains(t, rep.Hosts[1].Detail, "failed: containers.")
+	assert.Equal(t, s.project, rep.Hosts[0].Report.Project, "the lab's --project reached the host")
+	assert.Equal(t, 7, len(verify.NodeGroups(rep.Hosts[:1])), "every live group ran: %v", verify.NodeGroups(rep.Hosts[:1]))
+	assert.Contains(t, rep.Hosts[1].Detail, "failed: exercises.submit, exercises.infeasible")
 	assert.Contains(t, rep.Hosts[2].Detail, "no lab state at")
 
 	b, err := os.ReadFile(junit)
