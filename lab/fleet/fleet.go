@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/verify"
@@ -195,7 +196,14 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 		return n
 	case ctx.Err() != nil:
 		return timedOut("during the SSH handshake")
-	case strings.Contains(err.Error(), "unable to authenticate"): // x/crypto/ssh has no error type for it
+	case strings.Contains(err.Error(), "no common algorithm for host key"):
+		// known_hosts holds keys of other types than the host now offers: a reinstalled node
+		n.State = HostKey
+		n.Detail = fmt.Sprintf("host key CHANGED: %s offers none of the key types %s holds for it (%v)", h.Addr(), o.KnownHosts, err)
+		n.Fix = fmt.Sprintf("if the node was reinstalled (a new lease), forget the old key: ssh-keygen -R '%s' -f %s", knownhosts.Normalize(h.Addr()), o.KnownHosts)
+		return n
+	case strings.Contains(err.Error(), "unable to authenticate"), // x/crypto/ssh has no error type for these
+		strings.Contains(err.Error(), "Too many authentication failures"): // an agent with more keys than MaxAuthTries
 		n.State, n.Detail = AuthRefused, fmt.Sprintf("%s@%s refused every key offered (%v)", user, h.Addr(), err)
 		n.Fix = "check the user (Chameleon's images: cc@) and the key: the lease's key pair, with --identity FILE or ssh-add"
 		return n

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab"
@@ -62,6 +66,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	changed := fleettest.Start(t, pub)
 	unknown := fleettest.Start(t, pub)
 	unknown.Script(t, "mltrain", printing(t, report(), 0))
+	retyped := fleettest.Start(t, pub) // known by an RSA key, now offers ed25519 only
 	slow := fleettest.Start(t, pub)
 	slow.Script(t, "mltrain", "sleep 30")
 	closed := fleettest.ClosedPort(t)
@@ -72,6 +77,11 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 		lines = append(lines, h.KnownHostsLine())
 	}
 	lines = append(lines, fleettest.Host{Port: changed.Port, HostKey: other}.KnownHostsLine())
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	rsaPub, err := ssh.NewPublicKey(&rsaKey.PublicKey)
+	require.NoError(t, err)
+	lines = append(lines, knownhosts.Line([]string{fmt.Sprintf("[127.0.0.1]:%d", retyped.Port)}, rsaPub))
 	require.NoError(t, os.WriteFile(known, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 
 	file := ""
@@ -85,11 +95,12 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	add(refused.Addr(t), "refused")
 	add(changed.Addr(t), "changed")
 	add(unknown.Addr(t), "unknown")
+	add(retyped.Addr(t), "retyped")
 	add(slow.Addr(t), "slow")
 	add(fmt.Sprintf("127.0.0.1:%d", closed), "closed")
 	hosts, err := ParseHosts(strings.NewReader(file), "hosts")
 	require.NoError(t, err)
-	require.Len(t, hosts, 11)
+	require.Len(t, hosts, 12)
 
 	var rec progress.Recorder
 	o := Options{Identity: identity, KnownHosts: known, Timeout: 5 * time.Second, Parallel: 4, Home: dir,
@@ -107,7 +118,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	want := map[string]string{
 		"ada": Passed, "grace": Failed, noLab.Addr(t): NoLab, broken.Addr(t): Failed,
 		"linus torvalds": NoMltrain, "old": NoMltrain, "refused": AuthRefused, "changed": HostKey,
-		"unknown": HostKey, "slow": TimedOut, "closed": Unreachable,
+		"unknown": HostKey, "retyped": HostKey, "slow": TimedOut, "closed": Unreachable,
 	}
 	for name, s := range want {
 		n := state[name]
@@ -122,7 +133,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 		assert.True(t, rec.Has(name, progress.Start) && rec.Has(name, kind), "progress of %s", name)
 	}
 	assert.False(t, rep.OK)
-	assert.Equal(t, 2, rep.States[HostKey])
+	assert.Equal(t, 3, rep.States[HostKey])
 	assert.Equal(t, 1, rep.States[Passed])
 
 	assert.Equal(t, "failed: ray.auth, minio.bucket", state["grace"].Detail)
@@ -136,6 +147,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	assert.Contains(t, state["changed"].Fix, "ssh-keygen -R '[127.0.0.1]:")
 	assert.Contains(t, state["unknown"].Detail, "host key unknown")
 	assert.Contains(t, state["unknown"].Fix, "--accept-new")
+	assert.Contains(t, state["retyped"].Detail, "offers none of the key types")
 	assert.Contains(t, state["closed"].Detail, "connection refused")
 	assert.Contains(t, state["slow"].Detail, "while 'mltrain verify' ran")
 	require.NotNil(t, state["ada"].Report)
@@ -147,13 +159,13 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	for name, s := range want {
 		assert.Regexp(t, `(?m)^`+regexpQuote(name)+`\s+`+s+`\b`, b.String())
 	}
-	assert.Contains(t, b.String(), "11 hosts in")
-	assert.Contains(t, b.String(), "1 passed, 2 failed, 1 unreachable, 1 auth-refused, 2 host-key, 2 no-mltrain, 1 no-lab, 1 timed-out")
+	assert.Contains(t, b.String(), "12 hosts in")
+	assert.Contains(t, b.String(), "1 passed, 2 failed, 1 unreachable, 1 auth-refused, 3 host-key, 2 no-mltrain, 1 no-lab, 1 timed-out")
 
 	// --accept-new records the unknown key and passes; a changed key is
 	// still refused.
 	o.AcceptNew = true
-	rep, err = Run(ctx, []Host{hosts[7], hosts[8]}, o)
+	rep, err = Run(ctx, []Host{hosts[7], hosts[8]}, o) // changed, unknown
 	require.NoError(t, err)
 	assert.Equal(t, HostKey, rep.Hosts[0].State)
 	assert.Equal(t, Passed, rep.Hosts[1].State, rep.Hosts[1].Detail)
