@@ -143,6 +143,11 @@ func TestFleetVerifyOverSSH(t *testing.T) {
 		assert.Contains(t, p.Text, state)
 	}
 	assert.Contains(t, p.Text, "host key CHANGED")
+	// Printed, every check's evidence shows, the passed ones' too (closed
+	// on screen).
+	passedEvidence := rep.Hosts[0].Report.Checks[0].Evidence
+	assert.NotContains(t, p.Text, passedEvidence)
+	assert.Contains(t, p.PrintText, passedEvidence)
 }
 
 func TestFleetVerifyBadHostsFileIsAUsageError(t *testing.T) {

@@ -9,12 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
 // Page is what headless Chromium made of an HTML file.
 type Page struct {
 	Text       string   // document.body.innerText: what a reader sees
+	PrintText  string   // the same with the print stylesheet: what a printout shows
 	Problems   []string // console errors and warnings, uncaught exceptions, refused loads
 	Fetches    int      // resources the page loaded besides itself
 	Screenshot string   // a PNG of the whole page, kept after the test
@@ -107,6 +110,15 @@ func Open(t testing.TB, file, name string) Page {
 	var shot []byte
 	if err == nil {
 		shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	}
+	if err == nil { // last: the page stays in print media
+		err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: "print"})
+			return err
+		}))
+	}
+	if err == nil {
+		p.PrintText, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 	}
 	stopMessages()
 	<-read

@@ -17,7 +17,7 @@ func TestOpenCatchesConsoleErrorsAndFetches(t *testing.T) {
 	good := filepath.Join(dir, "good.html")
 	bad := filepath.Join(dir, "bad.html")
 	const head = `<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"><title>t</title></head><body>`
-	require.NoError(t, os.WriteFile(good, []byte(head+`<h1>host-a</h1><p>host-b</p></body></html>`), 0o644))
+	require.NoError(t, os.WriteFile(good, []byte(head+`<h1>host-a</h1><p>host-b</p><details><summary>check</summary>evidence-x</details></body></html>`), 0o644))
 	require.NoError(t, os.WriteFile(bad, []byte(head+`<h1>host-a</h1><img src="http://127.0.0.1:1/x.png"><script>console.error("boom")</script></body></html>`), 0o644))
 
 	p := Open(t, good, "browser-good")
@@ -25,6 +25,8 @@ func TestOpenCatchesConsoleErrorsAndFetches(t *testing.T) {
 	assert.Equal(t, 0, p.Fetches)
 	assert.Contains(t, p.Text, "host-a")
 	assert.Contains(t, p.Text, "host-b")
+	assert.NotContains(t, p.Text, "evidence-x", "a closed <details> hides its content on screen")
+	assert.Contains(t, p.PrintText, "host-b")
 	st, err := os.Stat(p.Screenshot)
 	require.NoError(t, err)
 	assert.Greater(t, st.Size(), int64(100))
