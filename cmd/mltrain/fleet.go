@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ and ends in one state: ` + strings.Join(fleet.States, ", ") + `.
 The exit status is 0 only when every host passed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Parallel < 1 || o.Timeout <= 0 {
+				return clierr.Usage(fmt.Errorf("--parallel (%d) and --timeout (%s) must be positive", o.Parallel, o.Timeout), cmd.CommandPath())
+			}
 			hosts, err := fleet.ReadHosts(args[0])
 			if err != nil {
 				return err

@@ -165,6 +165,10 @@ func TestFleetVerifyBadHostsFileIsAUsageError(t *testing.T) {
 
 	_, errOut, code = runOffline(t, "fleet", "verify")
 	assert.Equal(t, 2, code, errOut)
+
+	_, errOut, code = runOffline(t, "fleet", "verify", bad, "--parallel", "0")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--parallel (0) and --timeout (3m0s) must be positive")
 }
 
 // On a terminal each running host is a row the live view redraws, and a

@@ -167,29 +167,29 @@ func writeJUnitXML(w io.Writer, out junitSuites) error {
 	return err
 }
 
-// sortedStates lists the states present, passed and failed first.
+// sortedStates lists the states present: passed, failed, then the others
+// by name.
 func sortedStates(counts map[string]int) []string {
+	rank := func(s string) int {
+		switch s {
+		case NodePassed:
+			return 0
+		case NodeFailed:
+			return 1
+		}
+		return 2
+	}
 	var out []string
 	for s := range counts {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b string) int {
-		rank := func(s string) int {
-			return map[string]int{NodePassed: 0, NodeFailed: 1}[s] + 2*boolInt(s != NodePassed && s != NodeFailed)
-		}
 		if d := rank(a) - rank(b); d != 0 {
 			return d
 		}
 		return strings.Compare(a, b)
 	})
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // ReasonNoLab is Failure.Reason when the state dir holds no lab.
