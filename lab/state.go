@@ -1,12 +1,22 @@
 package lab
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 )
+
+// ErrNoLab matches (errors.Is) the error of reading a state dir that holds
+// no lab: 'mltrain fleet verify' tells "no lab on that host" from a broken one.
+var ErrNoLab = errors.New("no lab")
+
+type noLabError struct{ path string }
+
+func (e noLabError) Error() string      { return "no lab state at " + e.path }
+func (noLabError) Is(target error) bool { return target == ErrNoLab }
 
 // URLs are what students open in a browser.
 type URLs struct {
@@ -85,7 +95,8 @@ func (d StateDir) State() (State, error) {
 	var s State
 	err := d.ReadJSON(StateFile, &s)
 	if isMissing(err) {
-		return State{}, clierr.Hintf("run 'mltrain up' first (or pass --state-dir / --project of the lab you mean)", "no lab state at %s", d.File(StateFile))
+		return State{}, clierr.WithHint(noLabError{d.File(StateFile)},
+			"run 'mltrain up' first (or pass --state-dir / --project of the lab you mean)")
 	}
 	if err != nil {
 		return State{}, clierr.WithHint(err, "run 'mltrain up' again to rewrite it")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -17,12 +18,13 @@ func (a *app) verifyCmd() *cobra.Command {
 	var (
 		only     []string
 		junit    string
+		htmlFile string
 		timeout  time.Duration
 		dataFull bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Verify every lab step with evidence (table, --json, --junit)",
+		Short: "Verify every lab step with evidence (table, --json, --junit, --html)",
 		Long: `Prove each step of the lab with what was read: the host's GPUs and mode, every
 container running and healthy, each worker seeing exactly its own GPU, Ray's nodes
 and token authentication, the MinIO bucket and credentials, the Food-11 volume,
@@ -31,7 +33,15 @@ recorded, checked against Ray's job history and MinIO.
 Each check is pass, fail (with the command that fixes it) or skip (with why).
 The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			reported := false
+			defer func() {
+				// A reader of --json gets JSON whatever happens: an object
+				// saying why there is no report ('mltrain fleet verify' reads it).
+				if err != nil && a.json && !reported {
+					_ = printJSON(a.out, verify.NewFailure(err, a.next(clierr.Hint(err))))
+				}
+			}()
 			groups, err := verify.ValidateOnly(only)
 			if err != nil {
 				return clierr.WithCode(err, clierr.ExitUsage) // a usage error
@@ -50,10 +60,19 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 				rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
 			}
 			if junit != "" {
-				if err := writeJUnitFile(junit, rep); err != nil {
+				if err := writeReportFile("--junit", junit, func(w io.Writer) error { return verify.WriteJUnit(w, rep) }); err != nil {
 					return err
 				}
 			}
+			if htmlFile != "" {
+				name, _ := os.Hostname()
+				nodes := []verify.Node{verify.SingleNode(name, rep)}
+				write := func(w io.Writer) error { return verify.WriteHTML(w, "mltrain verify "+rep.Project, nodes, rep.Started) }
+				if err := writeReportFile("--html", htmlFile, write); err != nil {
+					return err
+				}
+			}
+			reported = true
 			if a.json {
 				err = printJSON(a.out, rep)
 			} else {
@@ -74,23 +93,25 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&only, "only", nil, "run only these check groups (repeatable or comma list): host, containers, gpu, ray, minio, data, metrics, jupyter, exercises")
 	f.StringVar(&junit, "junit", "", "also write the result as JUnit XML to `FILE` (one testsuite per group)")
+	f.StringVar(&htmlFile, "html", "", "also write the result as one self-contained HTML page to `FILE`")
 	f.DurationVar(&timeout, "timeout", 20*time.Second, "time limit of each check")
 	f.BoolVar(&dataFull, "data-full", false, "count every Food-11 image in the volume (slower) instead of reading its manifest")
 	_ = cmd.RegisterFlagCompletionFunc("only", completeOnly)
 	return cmd
 }
 
-func writeJUnitFile(path string, rep verify.Report) error {
+// writeReportFile writes a report file that a flag (--junit, --html) named.
+func writeReportFile(flag, path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return clierr.WithHint(fmt.Errorf("--junit %s: %w", path, err), "pass a writable path, e.g. --junit verify.xml")
+		return clierr.WithHint(fmt.Errorf("%s %s: %w", flag, path, err), "pass a writable path, e.g. "+flag+" verify"+map[string]string{"--junit": ".xml", "--html": ".html"}[flag])
 	}
-	werr := verify.WriteJUnit(f, rep)
+	werr := write(f)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		return fmt.Errorf("--junit %s: %w", path, werr)
+		return fmt.Errorf("%s %s: %w", flag, path, werr)
 	}
 	return nil
 }

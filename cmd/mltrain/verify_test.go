@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,6 +38,24 @@ func TestVerifyWithoutALab(t *testing.T) {
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.Contains(t, err.Error(), "no lab state")
 	assert.Contains(t, clierr.Hint(err), "mltrain up")
+
+	// --json prints JSON even then, saying there is no lab.
+	dir := t.TempDir()
+	out, err := runErr(t, "verify", "--json", "--state-dir", dir)
+	require.Error(t, err)
+	var f verify.Failure
+	require.NoError(t, json.Unmarshal([]byte(out), &f), out)
+	assert.False(t, f.OK)
+	assert.Equal(t, verify.ReasonNoLab, f.Reason)
+	assert.Contains(t, f.Error, "no lab state at "+dir)
+	assert.Contains(t, f.Next, "mltrain --state-dir "+dir+" up", "the next command carries the lab's flags")
+
+	out, err = runErr(t, "verify", "--json", "--only", "nope")
+	require.Error(t, err)
+	var usage verify.Failure
+	require.NoError(t, json.Unmarshal([]byte(out), &usage), out)
+	assert.Empty(t, usage.Reason)
+	assert.Contains(t, usage.Error, `"nope" is not a check group`)
 }
 
 // A lab whose state exists but whose services are all gone: every check
@@ -54,8 +73,9 @@ func TestVerifyALabThatIsDown(t *testing.T) {
 	require.NoError(t, lab.StateDir(dir).SaveState(lab.State{Project: project, Plan: plan,
 		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
 	junit := filepath.Join(dir, "verify.xml")
+	page := filepath.Join(dir, "verify.html")
 
-	out, err := runErr(t, "verify", "--json", "--state-dir", dir, "--project", project, "--junit", junit,
+	out, err := runErr(t, "verify", "--json", "--state-dir", dir, "--project", project, "--junit", junit, "--html", page,
 		"--only", "containers", "--only", "ray,minio,metrics,jupyter,exercises")
 	require.Error(t, err)
 	assert.True(t, clierr.IsSilent(err), "the report already says what failed")
@@ -83,6 +103,11 @@ func TestVerifyALabThatIsDown(t *testing.T) {
 	assert.Equal(t, len(rep.Checks), suites.Tests)
 	assert.Equal(t, rep.Failed, suites.Failures)
 	assert.Len(t, suites.Suites, 6)
+
+	b, err = os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "<title>mltrain verify "+project+"</title>")
+	assert.Equal(t, rep.Failed, strings.Count(string(b), "<details open>"), "each failed check is open on the page")
 
 	_, err = runErr(t, "verify", "--state-dir", dir, "--project", project, "--only", "ray", "--junit", filepath.Join(dir, "no", "such", "dir.xml"))
 	require.Error(t, err)

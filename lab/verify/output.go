@@ -113,21 +113,14 @@ func WriteJUnit(w io.Writer, r Report) error {
 			out.Suites = append(out.Suites, junitSuite{Name: c.Group, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05")})
 		}
 		s := &out.Suites[i]
-		tc := junitCase{Name: c.ID + ": " + c.Title, Classname: "mltrain.verify." + c.Group, Time: secs(c.Seconds), SystemOut: c.Evidence}
 		s.Tests++
 		switch c.Status {
 		case Fail:
 			s.Failures++
-			text := c.Evidence
-			if c.Fix != "" {
-				text += "\nfix: " + c.Fix
-			}
-			tc.Failure = &junitMessage{Message: c.Evidence, Type: "fail", Text: text}
 		case Skip:
 			s.Skipped++
-			tc.Skipped = &junitMessage{Message: c.Evidence}
 		}
-		s.Cases = append(s.Cases, tc)
+		s.Cases = append(s.Cases, checkCase(c, "mltrain.verify."+c.Group))
 	}
 	for i := range out.Suites {
 		var t float64
@@ -138,14 +131,5 @@ func WriteJUnit(w io.Writer, r Report) error {
 		}
 		out.Suites[i].Time = secs(t)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("write JUnit XML: %w", err)
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return writeJUnitXML(w, out)
 }

@@ -1,0 +1,111 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/mltrain/mltrain/lab/verify"
+)
+
+// ran is how the remote command ended.
+type ran struct {
+	exit   int    // its exit status; -1 when it ended without one (a signal)
+	stderr string // its last lines, for the detail
+}
+
+// runVerify runs cmd in a session and returns its stdout. The error is for
+// the session failing, not the command.
+func runVerify(c *ssh.Client, cmd string) ([]byte, ran, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return nil, ran{}, fmt.Errorf("open an SSH session: %w", err)
+	}
+	defer s.Close()
+	var out, errOut bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errOut
+	err = s.Run(cmd)
+	r := ran{stderr: tail(errOut.String(), 3)}
+	var exit *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.exit = exit.ExitStatus()
+		if exit.Signal() != "" {
+			r.exit = -1
+		}
+	case errors.As(err, &missing):
+		r.exit = -1
+	default:
+		return nil, r, fmt.Errorf("run %s: %w", cmd, err)
+	}
+	return out.Bytes(), r, nil
+}
+
+// answer is what 'mltrain verify --json' prints: a report, or a failure.
+type answer struct {
+	verify.Report
+	Error  string `json:"error"`
+	Next   string `json:"next"`
+	Reason string `json:"reason"`
+}
+
+// classify names the state of a host whose verify ran.
+func classify(n verify.Node, h Host, o Options, out []byte, r ran) verify.Node {
+	var a answer
+	jsonErr := json.Unmarshal(out, &a)
+	switch {
+	case jsonErr == nil && a.Error != "" && a.Reason == verify.ReasonNoLab,
+		// before verify --json printed its failures, no lab was only said on stderr
+		jsonErr != nil && strings.Contains(r.stderr, "no lab state at"):
+		n.State, n.Detail = NoLab, firstOf(a.Error, r.stderr)
+		n.Fix = fmt.Sprintf("the student runs 'mltrain up' on %s (or pass the lab's --project/--state-dir)", h.Spec)
+	case jsonErr == nil && a.Error != "":
+		n.State, n.Detail = Failed, "verify could not run: "+a.Error
+		n.Fix = firstOf(a.Next, "log in (ssh "+h.Spec+") and run 'mltrain verify'")
+	case jsonErr == nil && len(a.Checks) > 0:
+		rep := a.Report
+		n.Report = &rep
+		n.State = Passed
+		if !rep.OK || rep.Failed > 0 {
+			n.State, n.Detail = Failed, "failed: "+strings.Join(rep.FailedIDs(), ", ")
+			n.Fix = "see each failed check's fix (--html FILE shows them), or log in and run 'mltrain verify'"
+		}
+	case r.exit == 126 || r.exit == 127: // the shell's "not executable" and "not found"
+		n.State, n.Detail = NoMltrain, fmt.Sprintf("%s is not on %s (%s)", o.Mltrain, h.Spec, firstOf(r.stderr, fmt.Sprintf("exit status %d", r.exit)))
+		n.Fix = "install mltrain on the node, or pass --mltrain with its path there"
+	default:
+		why := firstOf(r.stderr, "no output")
+		if jsonErr != nil && len(bytes.TrimSpace(out)) > 0 {
+			why = "its output is not a verify report: " + jsonErr.Error()
+		}
+		n.State, n.Detail = NoMltrain, fmt.Sprintf("'%s verify --json' on %s exited %d: %s", o.Mltrain, h.Spec, r.exit, why)
+		n.Fix = "install this version of mltrain on the node (an older one cannot be read), or check --mltrain"
+	}
+	return n
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// tail is the last n non-empty lines of s, on one line.
+func tail(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], " / ")
+}

@@ -1,0 +1,251 @@
+// Package fleet is the instructor's check of a whole course section
+// (`mltrain fleet verify`): over SSH it runs `mltrain verify --json` on every
+// student's node, in parallel, and merges the answers into one report in
+// which each host ends in exactly one state.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab/verify"
+)
+
+// The states a host ends in; passed and failed are verify's own.
+const (
+	Passed      = verify.NodePassed // every check passed (or was skipped)
+	Failed      = verify.NodeFailed // verify ran and some checks failed, or it could not run
+	Unreachable = "unreachable"     // nothing answered SSH at the address
+	AuthRefused = "auth-refused"    // the SSH server refused every key offered
+	HostKey     = "host-key"        // the host key is unknown, or changed
+	NoMltrain   = "no-mltrain"      // mltrain is missing on the host, or too old to verify
+	NoLab       = "no-lab"          // mltrain runs there, but no lab was made
+	TimedOut    = "timed-out"       // the host did not finish within --timeout
+)
+
+// States lists every state, best first.
+var States = []string{Passed, Failed, Unreachable, AuthRefused, HostKey, NoMltrain, NoLab, TimedOut}
+
+// Options tune Run.
+type Options struct {
+	// Identity is a private key file; empty: the agent, then ~/.ssh/id_*.
+	Identity string
+	// KnownHosts is the known_hosts file (default ~/.ssh/known_hosts).
+	KnownHosts string
+	// AcceptNew records an unknown host key instead of refusing it.
+	AcceptNew bool
+	// Parallel is how many hosts are checked at once (default 16).
+	Parallel int
+	// Timeout bounds each host, connecting included (default 3m).
+	Timeout time.Duration
+	// Mltrain is the command run on the hosts (default "mltrain").
+	Mltrain string
+	// Project and StateDir are passed to the remote verify when set.
+	Project, StateDir string
+	// User logs in to hosts whose line names none (default: this user).
+	User string
+	// Home holds ~/.ssh (default: this user's home).
+	Home string
+	// Progress gets a step per host.
+	Progress progress.Reporter
+}
+
+// Report is the merged verification of every host, in the file's order.
+type Report struct {
+	OK      bool           `json:"ok"` // every host passed
+	States  map[string]int `json:"states"`
+	Started time.Time      `json:"started"`
+	Seconds float64        `json:"seconds"`
+	Hosts   []verify.Node  `json:"hosts"`
+}
+
+func (o *Options) defaults() error {
+	if o.Home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("find ~/.ssh: %w", err)
+		}
+		o.Home = h
+	}
+	if o.KnownHosts == "" {
+		o.KnownHosts = filepath.Join(o.Home, ".ssh", "known_hosts")
+	}
+	if o.User == "" {
+		o.User = os.Getenv("USER")
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 16
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.Mltrain == "" {
+		o.Mltrain = "mltrain"
+	}
+	return nil
+}
+
+// Run checks every host. Each host's problems are its state in the report;
+// the error is for what stops the whole run (no key, an unreadable
+// known_hosts, a cancelled context).
+func Run(ctx context.Context, hosts []Host, o Options) (Report, error) {
+	if err := o.defaults(); err != nil {
+		return Report{}, err
+	}
+	auth, closeAuth, err := signers(o.Identity, o.Home)
+	if err != nil {
+		return Report{}, err
+	}
+	defer closeAuth()
+	keys, err := newHostKeys(o.KnownHosts, o.AcceptNew)
+	if err != nil {
+		return Report{}, err
+	}
+	start := time.Now()
+	rep := Report{Started: start.UTC(), Hosts: make([]verify.Node, len(hosts)), States: map[string]int{}}
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				return
+			}
+			progress.Begin(o.Progress, h.Name(), "connecting to "+h.Spec)
+			n := checkHost(ctx, h, o, auth, keys)
+			if n.State == Passed {
+				progress.End(o.Progress, h.Name(), fmt.Sprintf("passed (%d checks)", len(n.Report.Checks)))
+			} else {
+				progress.Failed(o.Progress, h.Name(), errors.New(n.State+": "+n.Detail))
+			}
+			rep.Hosts[i] = n
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return Report{}, err
+	}
+	rep.OK = true
+	for _, n := range rep.Hosts {
+		rep.States[n.State]++
+		rep.OK = rep.OK && n.State == Passed
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// dialTimeout bounds the TCP connect: a node that drops packets is
+// unreachable long before a verify would time out.
+const dialTimeout = 20 * time.Second
+
+// checkHost connects, runs the remote verify and names the host's state.
+func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, keys *hostKeys) verify.Node {
+	t0 := time.Now()
+	n := verify.Node{Host: h.Spec, Label: h.Label}
+	defer func() { n.Seconds = time.Since(t0).Seconds() }()
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
+	defer cancel()
+	timedOut := func(what string) verify.Node {
+		n.State, n.Detail = TimedOut, fmt.Sprintf("no answer within --timeout %s (%s)", o.Timeout, what)
+		n.Fix = "raise --timeout, or log in (ssh " + h.Spec + ") and run 'mltrain status'"
+		return n
+	}
+
+	dctx, dcancel := context.WithTimeout(ctx, dialTimeout)
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", h.Addr())
+	dcancel()
+	if err != nil {
+		n.State, n.Detail = Unreachable, fmt.Sprintf("connect to %s: %v", h.Addr(), err)
+		n.Fix = "check that the node is up (its lease is active), the address and port in the hosts file, and that SSH is open to you"
+		return n
+	}
+	defer conn.Close()
+	// One budget for the whole host: its end (or Ctrl-C) closes the
+	// connection, which ends a stuck handshake or session.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+
+	user := h.User
+	if user == "" {
+		user = o.User
+	}
+	var refused *keyProblem
+	cfg := &ssh.ClientConfig{User: user, Auth: []ssh.AuthMethod{auth}, HostKeyCallback: keys.callback(&refused),
+		HostKeyAlgorithms: keys.algorithms(h.Addr(), conn.RemoteAddr())}
+	sc, chans, reqs, err := ssh.NewClientConn(conn, h.Addr(), cfg)
+	switch {
+	case err == nil:
+	case refused != nil:
+		n.State = HostKey
+		n.Detail, n.Fix = refused.describe(o.KnownHosts)
+		return n
+	case ctx.Err() != nil:
+		return timedOut("during the SSH handshake")
+	case strings.Contains(err.Error(), "no common algorithm for host key"):
+		// known_hosts holds keys of other types than the host now offers: a reinstalled node
+		n.State = HostKey
+		n.Detail = fmt.Sprintf("host key CHANGED: %s offers none of the key types %s holds for it (%v)", h.Addr(), o.KnownHosts, err)
+		n.Fix = fmt.Sprintf("if the node was reinstalled (a new lease), forget the old key: ssh-keygen -R '%s' -f %s", knownhosts.Normalize(h.Addr()), o.KnownHosts)
+		return n
+	case strings.Contains(err.Error(), "unable to authenticate"), // x/crypto/ssh has no error type for these
+		strings.Contains(err.Error(), "Too many authentication failures"): // an agent with more keys than MaxAuthTries
+		n.State, n.Detail = AuthRefused, fmt.Sprintf("%s@%s refused every key offered (%v)", user, h.Addr(), err)
+		n.Fix = "check the user (Chameleon's images: cc@) and the key: the lease's key pair, with --identity FILE or ssh-add"
+		return n
+	default:
+		n.State, n.Detail = Unreachable, fmt.Sprintf("SSH to %s: %v", h.Addr(), err)
+		n.Fix = "check that an SSH server answers at that address and port"
+		return n
+	}
+	client := ssh.NewClient(sc, chans, reqs)
+	defer client.Close()
+	progress.Say(o.Progress, h.Name(), "running mltrain verify")
+	out, run, err := runVerify(client, remoteCommand(o))
+	if ctx.Err() != nil {
+		return timedOut("while 'mltrain verify' ran")
+	}
+	if err != nil {
+		n.State, n.Detail, n.Fix = Unreachable, err.Error(), "run again; if it persists, log in with ssh "+h.Spec
+		return n
+	}
+	return classify(n, h, o, out, run)
+}
+
+// remoteCommand is the verify run on a host, its words quoted for the
+// remote shell (a leading ~/ in --mltrain is left to the shell to expand).
+func remoteCommand(o Options) string {
+	bin := shellQuote(o.Mltrain)
+	if rest, ok := strings.CutPrefix(o.Mltrain, "~/"); ok {
+		bin = "~/" + shellQuote(rest)
+	}
+	words := []string{bin, "verify", "--json"}
+	if o.Project != "" {
+		words = append(words, "--project", shellQuote(o.Project))
+	}
+	if o.StateDir != "" {
+		words = append(words, "--state-dir", shellQuote(o.StateDir))
+	}
+	return strings.Join(words, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
