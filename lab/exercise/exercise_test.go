@@ -85,14 +85,16 @@ func TestSubmitSucceeds(t *testing.T) {
 	assert.NotEmpty(t, rec.Look)
 	assert.Contains(t, rec.Look[0], f.ray.URL+"/#/jobs/"+rec.Jobs[0].SubmissionID)
 
-	// What reached Ray: the workspace uploaded once, then the job with the
+	// What reached Ray: the workspace uploaded once, pinned again right
+	// before the job (as 'ray job submit' does), then the job with the
 	// course's resources and train.py's flags.
 	calls := f.ray.Calls()
-	require.GreaterOrEqual(t, len(calls), 4)
+	require.GreaterOrEqual(t, len(calls), 5)
 	assert.Equal(t, "GET /api/version", calls[0])
 	assert.True(t, strings.HasPrefix(calls[1], "GET /api/packages/gcs/_ray_pkg_"), calls[1])
 	assert.True(t, strings.HasPrefix(calls[2], "PUT /api/packages/gcs/_ray_pkg_"), calls[2])
-	assert.Equal(t, "POST /api/jobs/", calls[3])
+	assert.True(t, strings.HasPrefix(calls[3], "GET /api/packages/gcs/_ray_pkg_"), "the pin before the submission: %s", calls[3])
+	assert.Equal(t, "POST /api/jobs/", calls[4])
 	job, ok := f.ray.Job(rec.Jobs[0].SubmissionID)
 	require.True(t, ok)
 	assert.Equal(t, 1.0, job.Request.EntrypointNumGPUs)

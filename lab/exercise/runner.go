@@ -23,7 +23,8 @@ type runner struct {
 	o       Options
 	ex      Exercise
 	rec     Record
-	runtime map[string]any // prepared once: the package is uploaded once
+	runtime map[string]any // prepared once
+	pkg     *ray.Package   // the working_dir package, pinned again before every submission
 	dir     string         // the workspace submitted
 	seq     int
 	events  map[int][]Event // per job index, from the last log read
@@ -101,7 +102,7 @@ func (r *runner) start(ctx context.Context) error {
 		}
 		r.say("workspace %s: %d files, %d KiB, %s", prep.Package.URI, prep.Package.Files, len(prep.Package.Zip)>>10, what)
 	}
-	r.runtime = prep.RuntimeEnv
+	r.runtime, r.pkg = prep.RuntimeEnv, prep.Package
 	return nil
 }
 
@@ -152,6 +153,14 @@ func (r *runner) submit(ctx context.Context, js jobSpec) (int, error) {
 		args = append(append([]string(nil), args...), "--run-name", id)
 	}
 	entry := "python train.py " + shellJoin(args)
+	if r.pkg != nil {
+		// As 'ray job submit' does before every job: Ray deletes a package
+		// no job references once the pin of its last GET expired (600 s),
+		// so the GET pins it again and a PUT brings it back when gone.
+		if _, err := r.env.Ray.UploadPackage(ctx, r.pkg); err != nil {
+			return 0, err
+		}
+	}
 	_, err := r.env.Ray.Submit(ctx, ray.SubmitRequest{
 		Entrypoint: entry, SubmissionID: id, RuntimeEnv: r.runtime,
 		Metadata:          map[string]string{"mltrain.exercise": r.rec.Exercise},

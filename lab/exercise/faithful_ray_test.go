@@ -2,6 +2,9 @@ package exercise_test
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +67,45 @@ func TestAStopOfAnUnplacedJobDoesNothingOnAFaithfulRay(t *testing.T) {
 	j, err := rc.Job(ctx, "big")
 	require.NoError(t, err)
 	assert.Equal(t, ray.Pending, j.Status, "and the job stays PENDING")
+}
+
+// Ray deletes a working_dir package no job references once the pin of its
+// last GET expired. Fractional runs a job alone, then three more: with the
+// pin expiring between them, the later jobs find their package only
+// because the runner pins (or uploads) it again before every submission.
+func TestFractionalSurvivesAnExpiredPackagePin(t *testing.T) {
+	// The pin lasts 200 ms; each job takes longer, so the package is gone
+	// by the time the alone job has ended.
+	m := raytest.NewModel(t, raymodel.Config{PackagePin: 200 * time.Millisecond}, "", raytest.LabNodes()...)
+	m.Run = raymodel.TrainPy{Epoch: 300 * time.Millisecond, Register: 10 * time.Millisecond}.Program
+	f := newFixture(t, nil)
+	rc, err := ray.New(ray.Options{Address: m.URL})
+	require.NoError(t, err)
+	f.env.Ray = rc
+	f.opts.Poll = 20 * time.Millisecond
+	f.opts.Timeout = time.Minute
+	rec, err := exercise.Run(context.Background(), f.env, "fractional", f.opts)
+	for _, j := range m.Jobs() {
+		assert.NotEqual(t, "RUNTIME_ENV_SETUP_FAILURE", j.ErrorType, "job %s lost its package: %s", j.ID, j.Message)
+	}
+	require.NoError(t, err, "problems: %v", rec.Problems)
+	require.GreaterOrEqual(t, len(rec.Jobs), 4)
+}
+
+// The open-source dashboard's routes (App.tsx): overview, cluster, jobs,
+// actors, metrics, serve, logs. No exercise sends a student elsewhere.
+func TestNoExerciseLinksADashboardPageRayDoesNotHave(t *testing.T) {
+	routes := []string{"overview", "cluster", "jobs", "actors", "metrics", "serve", "logs"}
+	for _, ex := range exercise.Exercises() {
+		text := strings.Join(append(append([]string{ex.Expected, ex.Lesson}, ex.Look...), ex.ByHand), " ")
+		assert.NotContains(t, strings.ToLower(text), "train tab", ex.Name)
+		for _, m := range regexp.MustCompile(`/#/([a-z]+)`).FindAllStringSubmatch(text, -1) {
+			assert.Contains(t, routes, m[1], "%s links /#/%s", ex.Name, m[1])
+		}
+	}
+	src, err := os.ReadFile("multi.go")
+	require.NoError(t, err)
+	for _, m := range regexp.MustCompile(`"/#/([a-z]+)"`).FindAllStringSubmatch(string(src), -1) {
+		assert.Contains(t, routes, m[1], "lab multi links /#/%s", m[1])
+	}
 }
