@@ -32,43 +32,14 @@ Each check is pass, fail (with the command that fixes it) or skip (with why).
 The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			groups, err := verify.ValidateOnly(only)
-			if err != nil {
-				return clierr.WithCode(err, clierr.ExitNotBuilt) // a usage error
-			}
-			eng, err := a.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			deps, err := verify.System(eng, a.StateDir(), verify.SystemOptions{Project: a.project})
-			if err != nil {
-				return err
-			}
-			rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: timeout, DataFull: dataFull})
-			for i := range rep.Checks {
-				rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
-			}
-			if junit != "" {
-				if err := writeJUnitFile(junit, rep); err != nil {
-					return err
+			printed, err := a.verify(cmd, verifyRun{only: only, junit: junit, timeout: timeout, dataFull: dataFull})
+			if err != nil && a.json && !printed {
+				// --json always prints JSON: tools parse stdout.
+				if perr := printJSON(a.out, verifyError{Project: a.project, Error: err.Error(), Next: a.next(clierr.Hint(err))}); perr != nil {
+					return perr
 				}
 			}
-			if a.json {
-				err = printJSON(a.out, rep)
-			} else {
-				var b strings.Builder // its verdict names 'mltrain verify'
-				if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
-					_, err = fmt.Fprint(a.out, a.next(b.String()))
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if !rep.OK {
-				return clierr.Silent{Code: clierr.ExitFailure}
-			}
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +49,66 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 	f.BoolVar(&dataFull, "data-full", false, "count every Food-11 image in the volume (slower) instead of reading its manifest")
 	_ = cmd.RegisterFlagCompletionFunc("only", completeOnly)
 	return cmd
+}
+
+// verifyRun is one verify's flags.
+type verifyRun struct {
+	only     []string
+	junit    string
+	timeout  time.Duration
+	dataFull bool
+}
+
+// verifyError is verify --json's answer when it fails before printing its
+// report: "ok" false as a report's, the error and the command that fixes it.
+type verifyError struct {
+	Project string `json:"project"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
+	Next    string `json:"next,omitempty"`
+}
+
+// verify runs the checks and prints the report; printed says whether it
+// printed it.
+func (a *app) verify(cmd *cobra.Command, o verifyRun) (printed bool, err error) {
+	groups, err := verify.ValidateOnly(o.only)
+	if err != nil {
+		return false, clierr.WithCode(err, clierr.ExitUsage)
+	}
+	eng, err := a.connect(cmd.Context())
+	if err != nil {
+		return false, err
+	}
+	defer eng.Close()
+	deps, err := verify.System(eng, a.StateDir(), verify.SystemOptions{Project: a.project})
+	if err != nil {
+		return false, err
+	}
+	rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: o.timeout, DataFull: o.dataFull})
+	for i := range rep.Checks {
+		rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
+	}
+	if a.json {
+		err = printJSON(a.out, rep)
+	} else {
+		var b strings.Builder // its verdict names 'mltrain verify'
+		if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
+			_, err = fmt.Fprint(a.out, a.next(b.String()))
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	// After the report: a JUnit path that cannot be written loses no check.
+	if o.junit != "" {
+		if err := writeJUnitFile(o.junit, rep); err != nil {
+			return true, err
+		}
+	}
+	if !rep.OK {
+		return true, clierr.Silent{Code: clierr.ExitFailure}
+	}
+	return true, nil
 }
 
 func writeJUnitFile(path string, rep verify.Report) error {
