@@ -86,6 +86,7 @@ func (c Clients) ReadyChecks(eng docker.Engine, project string) []ready.Check {
 		ready.HTTP("minio", c.Probes.MinIO+"/minio/health/ready", nil),
 		ready.HTTP("grafana", c.Probes.Grafana+"/api/health", nil),
 		ready.HTTP("prometheus", c.Probes.Prometheus+"/-/ready", nil),
+		scrapesReady(c.Ray, c.Probes.Prometheus),
 		ready.HTTP("jupyter", c.Probes.Jupyter+"/api", http.Header{"Authorization": {"token " + c.Creds.JupyterToken}}),
 	}
 }

@@ -125,6 +125,12 @@ func (f *fakeLab) publish(_, hostIP string, hostPort, containerPort int) (io.Clo
 			}
 			dash.ServeHTTP(w, r)
 		})
+	case 9090: // Prometheus: no Ray target scraped yet
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v1/targets" {
+				_, _ = io.WriteString(w, `{"status":"success","data":{"activeTargets":[]}}`)
+			}
+		})
 	case 9000:
 		s3 := proxyTo(f.t, f.s3.URL)
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
