@@ -18,8 +18,11 @@ type RayCount struct {
 	Heads   int     // ALIVE head nodes (this host's when the nodes span hosts)
 	Workers int     // planned workers whose running container has an ALIVE node
 	GPUs    float64 // those nodes' GPUs
-	// Problems say why a planned worker is not counted, and name ALIVE
-	// worker nodes no container of the lab has.
+	// Registering are the planned workers whose running container Ray
+	// lists no ALIVE node for yet: the ordinary wait while nodes start.
+	Registering []string
+	// Problems say why any other planned worker is not counted, and name
+	// ALIVE worker nodes no container of the lab has.
 	Problems []string
 }
 
@@ -57,7 +60,7 @@ func CountRayNodes(p Plan, workers map[string]WorkerContainer, nodes []ray.Node)
 		case !wn.Running:
 			rc.Problems = append(rc.Problems, fmt.Sprintf("%s: container %s", w.Service, wn.State))
 		case wn.RayState != rayAlive:
-			rc.Problems = append(rc.Problems, fmt.Sprintf("%s: Ray lists no ALIVE node at its address %s yet", w.Service, wn.IP))
+			rc.Registering = append(rc.Registering, w.Service)
 		default:
 			rc.Workers++
 			rc.GPUs += byID[wn.NodeID].GPUs()
@@ -96,9 +99,11 @@ func rayReady(eng docker.Engine, project string, c *ray.Client, p Plan) ready.Ch
 			workers[w.Labels[labels.Service]] = w
 		}
 		rc := CountRayNodes(p, workers, nodes)
-		if rc.Heads != 1 || rc.Workers != len(p.Workers) || rc.GPUs != wantGPUs || len(rc.Problems) > 0 {
+		if rc.Heads != 1 || rc.Workers != len(p.Workers) || rc.GPUs != wantGPUs || len(rc.Registering)+len(rc.Problems) > 0 {
 			msg := fmt.Sprintf("the Ray %s cluster sees %d head(s), %d of %d workers, %g of %g GPUs alive",
 				v.RayVersion, rc.Heads, rc.Workers, len(p.Workers), rc.GPUs, wantGPUs)
+			// The count says the ordinary wait for nodes to register (a
+			// live view's line has room for little more); the rest is named.
 			if len(rc.Problems) > 0 {
 				msg += ": " + strings.Join(rc.Problems, "; ")
 			}
