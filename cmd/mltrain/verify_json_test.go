@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
+	"github.com/mltrain/mltrain/lab"
 )
 
 // verifyJSON runs verify --json with engine as the Docker engine (nil: none
@@ -56,4 +58,22 @@ func TestVerifyJSONAlwaysPrintsJSON(t *testing.T) {
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.Equal(t, "cannot reach the Docker engine: connection refused", got["error"])
 	assert.Equal(t, "start Docker, or set DOCKER_HOST", got["next"])
+}
+
+// A --junit path that cannot be written fails verify after its report is
+// printed: --json still prints the report, checks and all.
+func TestVerifyJSONKeepsTheReportWhenJUnitFails(t *testing.T) {
+	dir := lab.StateDir(t.TempDir())
+	creds, _, err := dir.CreateCredentials()
+	require.NoError(t, err)
+	dead := "http://127.0.0.1:1"
+	require.NoError(t, dir.SaveState(lab.State{Project: "vj", Plan: lab.Plan{Project: "vj", Mode: lab.ModeCPU, Credentials: creds},
+		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	got, err := verifyJSON(t, fake.New(), "--project", "vj", "--state-dir", dir.Path(), "--only", "ray",
+		"--junit", filepath.Join(dir.Path(), "no", "such", "dir.xml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--junit")
+	assert.Equal(t, false, got["ok"])
+	assert.NotContains(t, got, "error", "the report, not an error object")
+	assert.NotEmpty(t, got["checks"])
 }
