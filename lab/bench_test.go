@@ -66,7 +66,7 @@ func BenchmarkUp(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := ready.Wait(ctx, s.eng, s.project, clients.ReadyChecks(), 3*time.Minute, nil); err != nil {
+		if err := ready.Wait(ctx, s.eng, s.project, clients.ReadyChecks(s.eng, s.project), 3*time.Minute, nil); err != nil {
 			b.Fatal(err)
 		}
 		cmp = append(cmp, time.Since(t0))

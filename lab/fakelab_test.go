@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ type fakeLab struct {
 	s3    *storetest.Server
 	opts  lab.UpOptions
 	state lab.StateDir
+	// rayBlind: Ray lists no node, whatever runs (a cluster that never forms).
+	rayBlind atomic.Bool
 }
 
 func newFakeLab(t *testing.T) *fakeLab {
@@ -65,15 +68,37 @@ func newFakeLab(t *testing.T) *fakeLab {
 	require.NoError(t, f.state.WriteJSON(lab.CredentialsFile, lab.Credentials{
 		MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
 		GrafanaAdminPassword: "g", JupyterToken: "j", RayAuthToken: "r"}))
-	f.ray.SetNodes(nodes)
 	return f
 }
 
-// nodes are a ready lab's Ray nodes: the head and two workers with a GPU each.
-var nodes = []ray.Node{
-	{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}},
-	{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
-	{NodeID: "w1", NodeIP: "172.18.0.4", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
+// rayNodes are the nodes Ray lists as the lab's raylets register: the
+// head's and each running worker's at its container's address, a node id
+// per container (a recreated container's raylet is a new node).
+func (f *fakeLab) rayNodes() []ray.Node {
+	if f.rayBlind.Load() {
+		return nil
+	}
+	ctx := context.Background()
+	list, err := f.eng.ContainerList(ctx, map[string]string{labels.Project: f.opts.Lab.Project})
+	require.NoError(f.t, err)
+	var out []ray.Node
+	for _, c := range list {
+		d, err := f.eng.ContainerInspect(ctx, c.ID)
+		require.NoError(f.t, err)
+		head, worker := c.Labels[labels.Service] == lab.HeadService, c.Labels[labels.Role] == labels.RoleWorker
+		if !d.Running || !head && !worker {
+			continue
+		}
+		n := ray.Node{NodeID: "node-" + c.ID, IsHeadNode: head, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}}
+		for _, ip := range d.Networks {
+			n.NodeIP = ip
+		}
+		if worker {
+			n.ResourcesTotal["GPU"] = 1
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func (f *fakeLab) deps(rep progress.Reporter) lab.UpDeps {
@@ -93,7 +118,19 @@ func (f *fakeLab) publish(_, hostIP string, hostPort, containerPort int) (io.Clo
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	switch containerPort {
 	case 8265:
-		h = proxyTo(f.t, f.ray.URL)
+		dash := proxyTo(f.t, f.ray.URL)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v0/nodes" {
+				f.ray.SetNodes(f.rayNodes())
+			}
+			dash.ServeHTTP(w, r)
+		})
+	case 9090: // Prometheus: no Ray target scraped yet
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v1/targets" {
+				_, _ = io.WriteString(w, `{"status":"success","data":{"activeTargets":[]}}`)
+			}
+		})
 	case 9000:
 		s3 := proxyTo(f.t, f.s3.URL)
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

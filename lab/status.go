@@ -45,6 +45,9 @@ type Status struct {
 	Planned    []string `json:"planned,omitempty"`
 	PlanSource string   `json:"plan_source,omitempty"`
 	Missing    []string `json:"missing,omitempty"`
+	// NotRunning are the planned services (every container's, when no plan
+	// is known) whose container is not running: exited, created, paused...
+	NotRunning []string `json:"not_running,omitempty"`
 	URLs       *URLs    `json:"urls,omitempty"`
 	Ray        string   `json:"ray"` // what the Ray probe said
 	Notes      []string `json:"notes,omitempty"`
@@ -94,6 +97,7 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 		return st, err
 	}
 	state, ok := st.readPlan(stateDir)
+	st.findNotRunning()
 	if !ok {
 		st.Ray = "unknown: no " + StateFile + " (run 'mltrain up')"
 		st.explain(workers, nil, false)

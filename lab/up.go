@@ -75,7 +75,9 @@ func upSteps(o UpOptions) []step {
 				return "", err
 			}
 			r.clients = clients
-			return "every service answers", r.wait(ctx, clients.ReadyChecks())
+			// Healthy too, not only answering: verify, run next, reads the
+			// engine's health.
+			return "every service answers and is healthy", r.wait(ctx, clients.ReadyChecks(r.deps.Engine, r.project.Name))
 		}},
 		{name: "bucket", run: func(ctx context.Context, r *run) (string, error) {
 			made, err := r.clients.Store.EnsureBucket(ctx, store.DefaultBucket)

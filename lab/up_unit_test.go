@@ -164,15 +164,15 @@ func TestUpOnTheFakeEngineInterruptedSaysWhatItLeft(t *testing.T) {
 	assert.Equal(t, "no container was started; the state dir's credentials and compose.yaml are kept", clierr.Hint(err))
 	assert.Empty(t, f.labCreates())
 
-	f.ray.SetNodes(nil) // Ray never sees the cluster: up waits for it
+	f.rayBlind.Store(true) // Ray never sees the cluster: up waits for it
 	err = upUntil("ready ray")
 	assert.Equal(t, "rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose.yaml are kept", clierr.Hint(err))
 	assert.Empty(t, f.containers())
 
-	f.ray.SetNodes(nodes)
+	f.rayBlind.Store(false)
 	_, err = f.up()
 	require.NoError(t, err, "a re-run converges")
-	f.ray.SetNodes(nil)
+	f.rayBlind.Store(true)
 	err = upUntil("ready ray")
 	assert.Equal(t, "the lab's containers are kept as they were left, some perhaps not ready", clierr.Hint(err))
 	assert.Len(t, f.containers(), 7, "a lab that was up keeps its containers")

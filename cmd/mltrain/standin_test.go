@@ -189,3 +189,13 @@ func nextLines(stderr string) (errText, next string) {
 	errText, next, _ = strings.Cut(strings.TrimSuffix(stderr[i+len("Error: "):], "\n"), "\nNext: ")
 	return errText, next
 }
+
+// container is the name of service's container in the stand-in lab, found
+// by the lab's labels as mltrain finds it.
+func (s *standin) container(t *testing.T, service string) string {
+	t.Helper()
+	cs, err := s.eng.ContainerList(context.Background(), map[string]string{labels.Project: s.project, labels.Service: service})
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "one container of %s", service)
+	return cs[0].Name
+}

@@ -17,8 +17,8 @@ func (a *app) statusCmd() *cobra.Command {
 		Long: `Show each service's container state and health, each worker's GPU and the
 state of its Ray node, and the URLs. Where a worker's container and Ray
 disagree (Ray lists a stopped worker's node ALIVE until its health checks
-time out) a note says so. Exits 1 when services the lab plans have no
-container (an up that did not finish).`,
+time out) a note says so. Exits 1 when a service the lab plans is not
+running, whatever its container's state (none, created, exited, paused).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eng, err := a.connect(cmd.Context())
@@ -34,7 +34,7 @@ container (an up that did not finish).`,
 				if err := printJSON(a.out, st); err != nil {
 					return err
 				}
-				return st.MissingError()
+				return st.Err()
 			}
 			if len(st.Services) == 0 && len(st.Missing) == 0 {
 				fmt.Fprintf(a.out, "Lab %q has no containers. Next: '%s'.\n", a.project, a.lab().Line("up"))
@@ -44,7 +44,7 @@ container (an up that did not finish).`,
 				return nil
 			}
 			printStatus(a, st)
-			if err := st.MissingError(); err != nil {
+			if err := st.Err(); err != nil {
 				return err
 			}
 			if len(st.Next) > 0 {

@@ -117,18 +117,20 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 
 	out, err := s.status(t)
 	t.Logf("status right after the stop:\n%s", out)
-	require.NoError(t, err, "a stopped worker is a state to show, not a failure of status")
+	require.Error(t, err, "a planned worker that is not running fails status, after showing why")
+	assert.Equal(t, 1, clierr.Code(err))
+	assert.EqualError(t, err, `lab "stat": 1 planned service(s) not running: ray-worker-0 (exited): planned services are not running`)
+	assert.Equal(t, "run 'mltrain worker start 0'", clierr.Hint(err), "the next step")
 	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* ALIVE \(container down, Ray has not noticed yet\)`, out)
 	assert.NotRegexp(t, `Ray: 3 of 3 nodes ALIVE\n`, out, "never N of N ALIVE alone")
 	assert.Contains(t, out, "Ray: 3 of 3 nodes ALIVE, including the node of ray-worker-0, whose container is down: Ray has not noticed yet")
 	assert.Contains(t, out, "ray-worker-0: container exited")
 	assert.Contains(t, out, "Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s (up to ~65s)")
-	assert.Regexp(t, `Next: mltrain --project stat --state-dir \S+ worker start 0`, out, "the next step targets this lab")
 
 	// Once the health checks give up, Ray and the container agree.
 	s.ray.DeadAfter = time.Nanosecond
 	out, err = s.status(t)
-	require.NoError(t, err)
+	assert.ErrorIs(t, err, lab.ErrServicesDown)
 	assert.Contains(t, out, "Ray: 2 of 3 nodes ALIVE\n")
 	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* not ALIVE\n`, out)
 	assert.Contains(t, out, "ray-worker-0: container exited; Ray lists no ALIVE node for it")

@@ -24,7 +24,8 @@ func (a *app) upCmd() *cobra.Command {
 		Long: `up detects this host, plans the lab, writes compose.yaml to the state dir,
 pulls and builds the images, starts every service (unchanged ones are left
 alone: a second up is a no-op), waits until Ray reports the head and every
-worker ALIVE with its GPU and every service answers, creates the MinIO bucket
+worker ALIVE with its GPU, every service answers and every container is
+healthy (what 'mltrain verify' checks next), creates the MinIO bucket
 "ray", and prints the URLs with their credentials.
 
 Every role's image can be replaced (tests and offline nodes): --image-head,

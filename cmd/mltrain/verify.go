@@ -33,61 +33,18 @@ recorded, checked against Ray's job history and MinIO.
 Each check is pass, fail (with the command that fixes it) or skip (with why).
 The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			reported := false
-			defer func() {
-				// A reader of --json gets JSON whatever happens: an object
-				// saying why there is no report ('mltrain fleet verify' reads it).
-				if err != nil && a.json && !reported {
-					_ = printJSON(a.out, verify.NewFailure(err, a.next(clierr.Hint(err))))
-				}
-			}()
-			groups, err := verify.ValidateOnly(only)
-			if err != nil {
-				return clierr.WithCode(err, clierr.ExitUsage) // a usage error
-			}
-			eng, err := a.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			deps, err := verify.System(eng, a.StateDir(), verify.SystemOptions{Project: a.project})
-			if err != nil {
-				return err
-			}
-			rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: timeout, DataFull: dataFull})
-			for i := range rep.Checks {
-				rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
-			}
-			if junit != "" {
-				if err := writeReportFile("--junit", junit, func(w io.Writer) error { return verify.WriteJUnit(w, rep) }); err != nil {
-					return err
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			printed, err := a.verify(cmd, verifyRun{only: only, junit: junit, html: htmlFile, timeout: timeout, dataFull: dataFull})
+			if err != nil && a.json && !printed {
+				// --json always prints JSON: tools ('mltrain fleet verify')
+				// parse stdout; an object says why there is no report.
+				f := verify.NewFailure(err, a.next(clierr.Hint(err)))
+				f.Project = a.project
+				if perr := printJSON(a.out, f); perr != nil {
+					return perr
 				}
 			}
-			if htmlFile != "" {
-				name, _ := os.Hostname()
-				nodes := []verify.Node{verify.SingleNode(name, rep)}
-				write := func(w io.Writer) error { return verify.WriteHTML(w, "mltrain verify "+rep.Project, nodes, rep.Started) }
-				if err := writeReportFile("--html", htmlFile, write); err != nil {
-					return err
-				}
-			}
-			reported = true
-			if a.json {
-				err = printJSON(a.out, rep)
-			} else {
-				var b strings.Builder // its verdict names 'mltrain verify'
-				if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
-					_, err = fmt.Fprint(a.out, a.next(b.String()))
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if !rep.OK {
-				return clierr.Silent{Code: clierr.ExitFailure}
-			}
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -98,6 +55,66 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 	f.BoolVar(&dataFull, "data-full", false, "count every Food-11 image in the volume (slower) instead of reading its manifest")
 	_ = cmd.RegisterFlagCompletionFunc("only", completeOnly)
 	return cmd
+}
+
+// verifyRun is one verify's flags.
+type verifyRun struct {
+	only     []string
+	junit    string
+	html     string
+	timeout  time.Duration
+	dataFull bool
+}
+
+// verify runs the checks and prints the report; printed says whether it
+// printed it.
+func (a *app) verify(cmd *cobra.Command, o verifyRun) (printed bool, err error) {
+	groups, err := verify.ValidateOnly(o.only)
+	if err != nil {
+		return false, clierr.WithCode(err, clierr.ExitUsage)
+	}
+	eng, err := a.connect(cmd.Context())
+	if err != nil {
+		return false, err
+	}
+	defer eng.Close()
+	deps, err := verify.System(eng, a.StateDir(), verify.SystemOptions{Project: a.project})
+	if err != nil {
+		return false, err
+	}
+	rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: o.timeout, DataFull: o.dataFull})
+	for i := range rep.Checks {
+		rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
+	}
+	if a.json {
+		err = printJSON(a.out, rep)
+	} else {
+		var b strings.Builder // its verdict names 'mltrain verify'
+		if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
+			_, err = fmt.Fprint(a.out, a.next(b.String()))
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	// After the report: a file that cannot be written loses no check.
+	if o.junit != "" {
+		if err := writeReportFile("--junit", o.junit, func(w io.Writer) error { return verify.WriteJUnit(w, rep) }); err != nil {
+			return true, err
+		}
+	}
+	if o.html != "" {
+		name, _ := os.Hostname()
+		nodes := []verify.Node{verify.SingleNode(name, rep)}
+		write := func(w io.Writer) error { return verify.WriteHTML(w, "mltrain verify "+rep.Project, nodes, rep.Started) }
+		if err := writeReportFile("--html", o.html, write); err != nil {
+			return true, err
+		}
+	}
+	if !rep.OK {
+		return true, clierr.Silent{Code: clierr.ExitFailure}
+	}
+	return true, nil
 }
 
 // writeReportFile writes a report file that a flag (--junit, --html) named.

@@ -1,6 +1,7 @@
-// Package ready waits for a lab to be proven ready, in layers: containers
-// alive and healthy, then each service's own probe (HTTP), then the semantic
-// check that Ray sees one head and every worker with its GPU. While it waits it
+// Package ready waits for a lab to be proven ready: every container running
+// and healthy as the engine reports it, each service's own probe (HTTP), and
+// the semantic checks the caller adds (lab's: Ray sees one head and every
+// worker with its GPU). While it waits it
 // watches the containers, so a crashed service fails the wait at once with its
 // logs instead of at the timeout (ddev-style).
 package ready
@@ -19,8 +20,8 @@ import (
 	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/internal/ray"
 )
 
 // ErrNotReady: checks still failed when the wait ran out; the error names
@@ -139,41 +140,43 @@ func HTTP(name, url string, header http.Header) Check {
 	}}
 }
 
-// RayCluster passes when the dashboard answers with the token and Ray reports
-// one ALIVE head and exactly wantWorkers ALIVE workers holding wantGPUs GPUs
-// in total.
-//
-// nodeIP, when set, is the address this host's nodes advertise (nodes that
-// span hosts): only those count, so nodes other hosts joined neither make
-// the count nor hide a missing local one.
-func RayCluster(c *ray.Client, wantWorkers int, wantGPUs float64, nodeIP string) Check {
-	return Check{Name: "ray", Run: func(ctx context.Context) (string, error) {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		v, err := c.Version(rctx)
+// Healthy passes when each of services has a running container whose
+// health, as the engine reports it, is healthy (or that has no healthcheck):
+// what verify's containers checks read. The engine says "starting" until
+// its first scheduled probe passes, one interval after the start, even
+// when the service answers already; a lab called ready before then fails
+// the verify run right after it.
+func Healthy(eng docker.Engine, project string, services []string) Check {
+	return Check{Name: "health", Run: func(ctx context.Context) (string, error) {
+		list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("list the containers of lab %q: %w", project, err)
 		}
-		nodes, err := c.Nodes(rctx)
-		if err != nil {
-			return "", err
+		ids := map[string]string{}
+		for _, c := range list {
+			ids[c.Labels[labels.Service]] = c.ID
 		}
-		heads, workers := 0, 0
-		var gpus float64
-		for _, n := range nodes {
-			if !n.Alive() || (nodeIP != "" && n.NodeIP != nodeIP) {
+		var waiting []string
+		for _, s := range services {
+			id, ok := ids[s]
+			if !ok {
+				waiting = append(waiting, s+" has no container")
 				continue
 			}
-			if n.IsHeadNode {
-				heads++
-			} else {
-				workers++
+			d, err := eng.ContainerInspect(ctx, id)
+			if err != nil {
+				return "", fmt.Errorf("inspect the container of %s: %w", s, err)
 			}
-			gpus += n.GPUs()
+			switch {
+			case !d.Running:
+				waiting = append(waiting, s+" "+d.State)
+			case d.Health != "" && d.Health != "healthy":
+				waiting = append(waiting, s+" "+d.Health)
+			}
 		}
-		if heads != 1 || workers != wantWorkers || gpus != wantGPUs {
-			return "", fmt.Errorf("the Ray %s cluster sees %d head(s), %d of %d workers, %g of %g GPUs alive", v.RayVersion, heads, workers, wantWorkers, gpus, wantGPUs)
+		if len(waiting) > 0 {
+			return "", fmt.Errorf("container health: %s", strings.Join(waiting, ", "))
 		}
-		return fmt.Sprintf("Ray %s: 1 head + %d workers ALIVE, %g GPUs", v.RayVersion, workers, gpus), nil
+		return fmt.Sprintf("%d containers running and healthy", len(services)), nil
 	}}
 }

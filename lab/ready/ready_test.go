@@ -2,7 +2,6 @@ package ready
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +18,6 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/internal/ray"
 )
 
 func init() { Every = 20 * time.Millisecond }
@@ -89,39 +88,26 @@ func TestHTTPCheck(t *testing.T) {
 	assert.ErrorContains(t, err, "HTTP 503")
 }
 
-func TestRayClusterCheck(t *testing.T) {
-	var nodes []ray.Node
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer tok" {
-			w.WriteHeader(401)
-			return
-		}
-		switch r.URL.Path {
-		case "/api/version":
-			_ = json.NewEncoder(w).Encode(map[string]string{"version": "4", "ray_version": "2.54.0"})
-		case "/api/v0/nodes":
-			_ = json.NewEncoder(w).Encode(map[string]any{"result": true, "data": map[string]any{"result": map[string]any{"total": len(nodes), "result": nodes}}})
-		}
-	}))
-	defer srv.Close()
-	c, err := ray.New(ray.Options{Address: srv.URL, Token: "tok"})
-	require.NoError(t, err)
-	check := RayCluster(c, 2, 2, "")
+// Healthy waits out "starting" (what verify reads), names what it waits
+// for, and counts a missing or stopped service as not ready.
+func TestHealthyWaitsForTheEngineToSayHealthy(t *testing.T) {
+	f := labEngine()
+	hc := &container.Config{Healthcheck: &container.HealthConfig{Test: []string{"CMD", "true"}}}
+	f.AddContainer(docker.ContainerDetails{Container: docker.Container{Name: "jupyter", State: "running",
+		Labels: map[string]string{labels.Project: "lab", labels.Service: "jupyter"}}, Running: true, Health: "starting", Config: hc})
+	check := Healthy(f, "lab", []string{"ray-head", "minio", "jupyter"})
+	_, err := check.Run(context.Background())
+	assert.EqualError(t, err, "container health: jupyter starting")
 
-	head := ray.Node{NodeID: "h", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 2}}
-	w1 := ray.Node{NodeID: "w1", State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1}}
-	w2 := ray.Node{NodeID: "w2", State: "DEAD", ResourcesTotal: map[string]float64{"GPU": 1}}
-	nodes = []ray.Node{head, w1, w2}
-	_, err = check.Run(context.Background())
-	assert.ErrorContains(t, err, "1 of 2 workers, 1 of 2 GPUs")
-
-	w2.State = "ALIVE"
-	nodes = []ray.Node{head, w1, w2}
+	c := f.Containers["jupyter"]
+	c.Health = "healthy"
 	detail, err := check.Run(context.Background())
 	require.NoError(t, err)
-	assert.Contains(t, detail, "1 head + 2 workers ALIVE, 2 GPUs")
+	assert.Equal(t, "3 containers running and healthy", detail)
 
-	bad, _ := ray.New(ray.Options{Address: srv.URL})
-	_, err = RayCluster(bad, 2, 2, "").Run(context.Background())
-	assert.Error(t, err, "no token: 401")
+	_, err = Healthy(f, "lab", []string{"ray-head", "grafana"}).Run(context.Background())
+	assert.EqualError(t, err, "container health: grafana has no container")
+	require.NoError(t, f.ContainerStop(context.Background(), "minio", 0))
+	_, err = check.Run(context.Background())
+	assert.EqualError(t, err, "container health: minio exited")
 }

@@ -199,10 +199,11 @@ const ReasonNoLab = "no-lab"
 // cannot verify at all (no lab, no engine), so a reader of its output always
 // gets JSON: OK is false, Error the message, Next the command to run.
 type Failure struct {
-	OK     bool   `json:"ok"`
-	Error  string `json:"error"`
-	Next   string `json:"next,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Project string `json:"project,omitempty"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
+	Next    string `json:"next,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // NewFailure describes err; next is its hint as the command layer words it.
