@@ -133,19 +133,13 @@ func (r *run) planned(p Plan) string {
 	return fmt.Sprintf("%s mode, %d worker(s)", p.Mode, len(p.Workers))
 }
 
-// renderStep writes compose.yaml from the plan and records the plan in
-// state.json before anything starts: state.json is the one record of which
-// services the lab has (status reads it), compose.yaml is derived from it.
-// Its UpAt stays zero until the lab is proven ready.
+// renderStep writes compose.yaml from the plan.
 func renderStep(ctx context.Context, r *run) (string, error) {
 	rendered, err := Render(ctx, r.dir, r.plan)
 	if err != nil {
 		return "", err
 	}
 	r.project = rendered.Project
-	if err := r.dir.SaveState(r.state); err != nil {
-		return "", err
-	}
 	return r.dir.File(compose.ComposeFile), nil
 }
 
@@ -185,7 +179,15 @@ func dataStep(ctx context.Context, r *run) (string, error) {
 	return r.plan.DataVolume + ": Food-11 loaded", nil
 }
 
+// applyStep records the plan in state.json as the lab's containers are
+// first touched: state.json is the one record of which services the lab has
+// (status reads it; compose.yaml is derived from the plan), and a run refused
+// before this point leaves no lab behind. UpAt stays zero until the lab is
+// proven ready.
 func applyStep(ctx context.Context, r *run) (string, error) {
+	if err := r.dir.SaveState(r.state); err != nil {
+		return "", err
+	}
 	ap, err := newApplier(ctx, r.deps.Engine, r.project, r.deps.Reporter, r.noRollback, r.command, &r.left)
 	if err != nil {
 		return "", err

@@ -82,7 +82,7 @@ func TestUpRayCheckIgnoresAReplacedWorkersDeadNode(t *testing.T) {
 	require.Len(t, plan.Workers, 2)
 	eng := fake.New()
 	for _, w := range plan.Workers {
-		eng.AddContainer(docker.ContainerDetails{Container: docker.Container{Name: lab.ContainerName(project, w.Service), State: "running",
+		eng.AddContainer(docker.ContainerDetails{Container: docker.Container{Name: project + "-" + w.Service, State: "running",
 			Labels: map[string]string{labels.Project: project, labels.Service: w.Service, labels.Role: labels.RoleWorker, labels.WorkerIndex: strconv.Itoa(w.Index)}},
 			Running: true, Networks: map[string]string{project + "_default": fmt.Sprintf("172.20.0.%d", 3+w.Index)}})
 	}
