@@ -41,8 +41,3 @@ func TestEveryVerbIsRegistered(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	out, _, code := run(t, "version", "--json")
-	assert.Equal(t, 0, code)
-	assert.JSONEq(t, `{"version":"dev"}`, out)
-}
