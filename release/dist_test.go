@@ -89,6 +89,8 @@ func makeDist(t *testing.T) distResult {
 		git("init", "-q")
 		git("add", "-A")
 		git("commit", "-qm", "the checkout under test")
+		// GoReleaser reads the commit only where a remote is set, as in a clone.
+		git("remote", "add", "origin", "https://github.com/mltrain/mltrain.git")
 		commit := git("rev-parse", "--short", "HEAD")
 		if distErr != "" {
 			return
