@@ -26,7 +26,8 @@ import (
 //     needs, sh, chown), copied as they are on the host;
 //   - usr-merge's top-level links (/bin -> usr/bin ...), an empty /tmp, the
 //     host's CA bundle.
-// Like the official image it is Debian bookworm with Go and gcc, runs as
+//
+// Like the official image it is a Debian userland with Go and gcc, runs as
 // root and has `go` on PATH. It is tagged by a hash of the Go version and
 // the packages' versions, so a CI machine builds it once.
 var standinRoots = []string{"gcc", "libc6-dev", "coreutils", "dash"}

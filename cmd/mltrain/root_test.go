@@ -40,4 +40,3 @@ func TestEveryVerbIsRegistered(t *testing.T) {
 		assert.Equal(t, verb, cmd.Name())
 	}
 }
-
