@@ -2,7 +2,9 @@
 # Builds mltrain with cgo on (NVIDIA detection needs it): with the host's Go
 # when it is at least go.mod's version, else inside the pinned official Go
 # image through Docker, so a lab node with Docker but no Go can build too.
-# Called by `make build`; every knob comes from the environment the Makefile sets.
+# Called by `make build`; every knob comes from the environment the Makefile
+# sets. In CI, release/build_test.go runs it with Go off PATH against a
+# stand-in for the Go image (release/standin_test.go says how it is made).
 set -eu
 
 out=${BIN:-bin/mltrain}
@@ -47,7 +49,13 @@ case $out in
 esac
 echo "building $out in Docker image $image ($why), cgo on, caches in volume $volume"
 # Root in the container writes the caches in the volume; the binary is
-# handed to the invoking user. -buildvcs=false: the image may have no git,
+# handed to the invoking user (with rootless Docker the container's root
+# already is that user).
+owner="$(id -u):$(id -g)"
+case $(docker info --format '{{json .SecurityOptions}}' 2>/dev/null) in
+*rootless*) owner=0:0 ;;
+esac
+# -buildvcs=false: the image may have no git,
 # and the commit comes in through -ldflags anyway.
 docker run --rm \
 	-v "$(pwd):/src" -w /src \
@@ -56,4 +64,4 @@ docker run --rm \
 	-e CGO_ENABLED=1 -e GOTOOLCHAIN=local ${GOPROXY:+-e GOPROXY} \
 	"$image" \
 	sh -c 'go build -ldflags "$1" -o "$2" ./cmd/mltrain && chown "$3" "$2"' \
-	sh "$ldflags" "$out" "$(id -u):$(id -g)"
+	sh "$ldflags" "$out" "$owner"
