@@ -2,6 +2,19 @@
 GO      ?= go
 BIN     ?= bin/mltrain
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Without a local Go >= go.mod's, make build compiles in this image (cgo on;
+# bookworm's glibc 2.36 yields a binary needing at most GLIBC_2.34, so it
+# runs on Ubuntu 22.04 and 24.04), caching modules and builds in a volume.
+GO_IMAGE        ?= golang:1.26.8-bookworm
+GO_CACHE_VOLUME ?= mltrain-go-cache
+# GoReleaser for make dist, built from its Go module once into the cache the
+# test MinIO uses. v2.15.1: its go.mod fits this repository's Go, and newer
+# ones pull go.digitalxero.dev/go-msix, which the module proxy here refuses.
+GORELEASER_VERSION := v2.15.1
+TOOLS_CACHE ?= $(or $(MLTRAIN_TEST_CACHE),$(HOME)/.cache/mltrain-test)
+GORELEASER  ?= $(TOOLS_CACHE)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 PKGS    := ./...
 # staticcheck's version, pinned here only: .ci/run installs this one.
 STATICCHECK_VERSION := v0.8.2
@@ -14,12 +27,23 @@ CGO_CFLAGS ?= -O2 -g
 CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test lint vet staticcheck fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
+.PHONY: all build dist test lint vet staticcheck fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
 
 all: lint test build
 
+# With the host's Go when new enough, else in $(GO_IMAGE) through Docker.
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mltrain
+	@BIN='$(BIN)' GO='$(GO)' GO_IMAGE='$(GO_IMAGE)' GO_CACHE_VOLUME='$(GO_CACHE_VOLUME)' \
+		VERSION='$(VERSION)' COMMIT='$(COMMIT)' DATE='$(DATE)' sh scripts/build.sh
+
+# Release archives and checksums.txt of this checkout as a snapshot in dist/
+# (.goreleaser.yaml; a tag's release runs in .github/workflows/release.yml).
+dist: $(GORELEASER)
+	$(GORELEASER) release --snapshot --clean
+
+$(GORELEASER):
+	CGO_ENABLED=0 GOBIN=$(dir $@) GOFLAGS=-buildvcs=false GOTOOLCHAIN=local \
+		$(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 # Every test, integration tests against the real Docker engine included.
 test: lint py-check
@@ -68,4 +92,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProperties -fuzztime 30s ./internal/gpu
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -11,9 +11,6 @@ import (
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
-// version is set at build time: -ldflags "-X main.version=…".
-var version = "dev"
-
 func main() {
 	if ran, code := food11.ExtractorMain(os.Stdout); ran {
 		os.Exit(code) // this process was the dataset extractor inside a helper container

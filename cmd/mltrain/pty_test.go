@@ -252,7 +252,7 @@ func TestHarnessRunsTheBinary(t *testing.T) {
 
 	stdout, stderr, code := runPiped(t, nil, "version")
 	assert.Equal(t, 0, code)
-	assert.Equal(t, "mltrain dev\n", stdout)
+	assert.True(t, strings.HasPrefix(stdout, "mltrain dev\n"), "version's first line: %q", stdout)
 	assert.Empty(t, stderr)
 
 	assert.True(t, danglingEscape("ok\x1b[12"))

@@ -51,8 +51,8 @@ Jupyter to submit jobs from, and the Food-11 dataset; then it runs the exercises
 and verifies them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
 	}
+	versionFlag(root)
 	root.SetOut(out)
 	root.SetErr(errOut)
 	pf := root.PersistentFlags()
@@ -246,19 +246,4 @@ func liveTerminal(w io.Writer) bool {
 	}
 	cols, _, err := term.GetSize(int(f.Fd()))
 	return err == nil && cols > 0
-}
-
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print mltrain's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.json {
-				return printJSON(a.out, map[string]string{"version": version})
-			}
-			_, err := fmt.Fprintf(a.out, "mltrain %s\n", version)
-			return err
-		},
-	}
 }

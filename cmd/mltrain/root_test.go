@@ -40,9 +40,3 @@ func TestEveryVerbIsRegistered(t *testing.T) {
 		assert.Equal(t, verb, cmd.Name())
 	}
 }
-
-func TestVersion(t *testing.T) {
-	out, _, code := run(t, "version", "--json")
-	assert.Equal(t, 0, code)
-	assert.JSONEq(t, `{"version":"dev"}`, out)
-}
