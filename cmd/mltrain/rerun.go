@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/mltrain/mltrain/lab"
 )
 
 // commandLine is the command the user ran, with every flag they gave
@@ -26,11 +28,11 @@ func commandLine(cmd *cobra.Command, args []string, extra ...string) string {
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
-				words = append(words, "--"+f.Name, shellWord(v))
+				words = append(words, "--"+f.Name, lab.ShellWord(v))
 			}
 			return
 		}
-		words = append(words, "--"+f.Name, shellWord(f.Value.String()))
+		words = append(words, "--"+f.Name, lab.ShellWord(f.Value.String()))
 	})
 	for _, x := range extra {
 		if !given[x] {
@@ -38,7 +40,7 @@ func commandLine(cmd *cobra.Command, args []string, extra ...string) string {
 		}
 	}
 	for _, a := range args {
-		words = append(words, shellWord(a))
+		words = append(words, lab.ShellWord(a))
 	}
 	return strings.Join(words, " ")
 }
