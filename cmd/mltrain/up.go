@@ -16,7 +16,7 @@ import (
 
 func (a *app) upCmd() *cobra.Command {
 	var pull string
-	var rebuild, noRollback bool
+	var rebuild, noRollback, noWait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -38,6 +38,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	fl.BoolVar(&rebuild, "rebuild", false, "rebuild mltrain's images even when their content hash is unchanged")
 	fl.BoolVar(&noRollback, "no-rollback", false, "keep the containers of a failed first up for inspection")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the lab to be ready")
+	addNoWait(fl, &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		opts, err := lf.options(a.project)
@@ -54,6 +55,12 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		}
 		defer eng.Close()
 		rep, done := a.reporter()
+		l, err := a.lockLab(cmd, nil, eng, noWait, rep)
+		if err != nil {
+			done()
+			return err
+		}
+		defer l.Release()
 		res, err := lab.Up(ctx, lab.UpDeps{
 			Engine: eng, Reporter: rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
