@@ -123,6 +123,9 @@ func TestFaultTable(t *testing.T) {
 			b, err := os.ReadFile(state)
 			require.NoError(f.t, err)
 			assert.Equal(f.t, cut, b, "up did not write over it")
+			st := f.mltrain(append([]string{"status"}, f.lab()...)...)
+			assert.Contains(f.t, st.stdout+st.stderr, state+" is not valid JSON", "status names the file, never 'no state'")
+			assert.NotContains(f.t, st.stdout+st.stderr, "no lab state")
 			require.NoError(f.t, os.Rename(state, state+".broken"))
 			upAgain(f)
 		},
