@@ -186,8 +186,10 @@ func TestFaultTable(t *testing.T) {
 	}, {
 		name:  "the state dir deleted before down --volumes",
 		fault: func(f *faultLab) { require.NoError(f.t, os.RemoveAll(f.stateDir)) },
-		meet:  func(f *faultLab) outcome { return f.mltrain(append([]string{"down", "--volumes", "--yes"}, f.lab()...)...) },
-		say:   `(?s)remove .*removed volume ` + re(f.project+"_minio-data"),
+		meet: func(f *faultLab) outcome {
+			return f.mltrain(append([]string{"down", "--volumes", "--yes"}, f.lab()...)...)
+		},
+		say: `(?s)remove .*removed volume ` + re(f.project+"_minio-data"),
 		survive: func(f *faultLab) {
 			assert.Empty(f.t, f.ids(), "no container is left")
 			assert.Empty(f.t, f.networks(), "no network is left")
