@@ -165,14 +165,14 @@ func (f *faultLab) twoUps() outcome {
 	return outcome{ra.stdout + rb.stdout, ra.stderr + rb.stderr, max(ra.code, rb.code)}
 }
 
-// killedUp starts the lab's up and SIGKILLs it once it has started the
+// signalledUp starts the lab's up and sends it sig once it has made the
 // lab's first container.
-func (f *faultLab) killedUp() outcome {
+func (f *faultLab) signalledUp(sig syscall.Signal) outcome {
 	f.t.Helper()
 	s := f.start(f.upArgs()...)
 	require.Eventually(f.t, func() bool { return len(f.ids()) > 0 }, 3*time.Minute, 100*time.Millisecond,
 		"up made no container; stderr:\n%s", s.stderr.String())
-	require.NoError(f.t, s.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(f.t, s.cmd.Process.Signal(sig))
 	return s.wait(f.t)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -196,8 +197,21 @@ func TestFaultTable(t *testing.T) {
 			assert.Empty(f.t, f.volumes(), "no volume of the lab's is left")
 		},
 	}, {
+		name: "Ctrl-C during a first up",
+		meet: func(f *faultLab) outcome { return f.signalledUp(syscall.SIGINT) },
+		code: 130,
+		say:  `interrupted`,
+		next: `^rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose\.yaml are kept; run 'mltrain up .*' again to finish`,
+		fix:  func() string { return "mltrain up --project " + f.project + " --state-dir " + f.stateDir },
+		survive: func(f *faultLab) {
+			assert.Empty(f.t, f.ids(), "the first up's containers were rolled back")
+			assert.NotEmpty(f.t, f.volumes(), "volumes are kept")
+			_, err := lab.StateDir(f.stateDir).Credentials()
+			assert.NoError(f.t, err, "the credentials are kept")
+		},
+	}, {
 		name:    "SIGKILL during a first up",
-		meet:    (*faultLab).killedUp,
+		meet:    func(f *faultLab) outcome { return f.signalledUp(syscall.SIGKILL) },
 		code:    137,
 		say:     `• apply`,
 		recover: upAgain,
