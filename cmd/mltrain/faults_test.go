@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,6 +169,16 @@ func TestFaultTable(t *testing.T) {
 		},
 		survive: func(f *faultLab) { f.oneWorkingLab() },
 	}, {
+		name: "MinIO restarted",
+		fault: func(f *faultLab) {
+			keep(f)
+			minio := f.project + "-minio"
+			require.NoError(f.t, f.eng.ContainerStop(ctx, minio, 5*time.Second))
+			require.NoError(f.t, f.eng.ContainerStart(ctx, minio))
+		},
+		say: `(?s)✓ bucket: "ray" in place.*✓ minio lab user: in place`, // MinIO's data outlived its process
+		survive: func(f *faultLab) { assert.Equal(f.t, before, f.ids()) },
+	}, {
 		name:  "credentials lost with the state dir, the lab's volumes live",
 		fault: func(f *faultLab) { keep(f); moved = f.moveAway() },
 		code:  1,
@@ -196,6 +207,18 @@ func TestFaultTable(t *testing.T) {
 			assert.Empty(f.t, f.networks(), "no network is left")
 			assert.Empty(f.t, f.volumes(), "no volume of the lab's is left")
 		},
+	}, {
+		// Loading needs the Food-11 zip, which this test has not: the row
+		// checks the way back is named, and that the lab comes up without it.
+		name:  "the dataset volume removed",
+		fault: func(f *faultLab) { require.NoError(f.t, f.eng.VolumeRemove(ctx, f.opts.DataVolume)) },
+		meet: func(f *faultLab) outcome {
+			return f.mltrain(append([]string{"data", "food11", "--verify", "--volume", f.opts.DataVolume}, f.lab()...)...)
+		},
+		code: 1,
+		say:  `^dataset volume ` + re(f.opts.DataVolume) + ` does not exist: `,
+		next: `^load it with '` + re(f.cmd("data", "food11", "--volume", f.opts.DataVolume)) + `'$`,
+		fix:  func() string { return f.cmd("data", "food11", "--volume", f.opts.DataVolume) },
 	}, {
 		name: "Ctrl-C during a first up",
 		meet: func(f *faultLab) outcome { return f.signalledUp(syscall.SIGINT) },
