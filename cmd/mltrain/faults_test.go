@@ -176,7 +176,7 @@ func TestFaultTable(t *testing.T) {
 			require.NoError(f.t, f.eng.ContainerStop(ctx, minio, 5*time.Second))
 			require.NoError(f.t, f.eng.ContainerStart(ctx, minio))
 		},
-		say: `(?s)✓ bucket: "ray" in place.*✓ minio lab user: in place`, // MinIO's data outlived its process
+		say:     `(?s)✓ bucket: "ray" in place.*✓ minio lab user: in place`, // MinIO's data outlived its process
 		survive: func(f *faultLab) { assert.Equal(f.t, before, f.ids()) },
 	}, {
 		name:  "credentials lost with the state dir, the lab's volumes live",
