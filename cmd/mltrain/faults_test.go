@@ -47,6 +47,8 @@ func TestFaultTable(t *testing.T) {
 	f := &faultLab{standin: newStandin(t), t: t}
 	ctx := context.Background()
 	state := f.stateDir + "/" + lab.StateFile
+	creds := f.stateDir + "/" + lab.CredentialsFile
+	var whole []byte
 	var before map[string]string // the lab's containers when a row began
 	var foreign, kept, moved string
 	var cut []byte
@@ -136,6 +138,24 @@ func TestFaultTable(t *testing.T) {
 			_, err := lab.StateDir(f.stateDir).State()
 			assert.NoError(f.t, err, "up recorded the plan anew")
 		},
+	}, {
+		name: "credentials.json cut in half",
+		fault: func(f *faultLab) {
+			keep(f)
+			var err error
+			whole, err = os.ReadFile(creds)
+			require.NoError(f.t, err)
+			f.cutInHalf(lab.CredentialsFile)
+		},
+		code: 1,
+		say:  `^credentials file ` + re(creds) + ` is not valid JSON: unexpected end of JSON input$`,
+		next: `^restore it from a backup, or move it away and run '` + re(f.cmd("up")) + `' to generate new secrets`,
+		fix:  func() string { return "restore it from a backup" },
+		recover: func(f *faultLab) {
+			require.NoError(f.t, os.WriteFile(creds, whole, 0o600))
+			upAgain(f)
+		},
+		survive: func(f *faultLab) { assert.Equal(f.t, before, f.ids(), "no container was touched") },
 	}, {
 		name: "a worker container removed",
 		fault: func(f *faultLab) {
