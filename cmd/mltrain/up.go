@@ -25,7 +25,9 @@ func (a *app) upCmd() *cobra.Command {
 pulls and builds the images, starts every service (unchanged ones are left
 alone: a second up is a no-op), waits until Ray reports the head and every
 worker ALIVE with its GPU and every service answers, creates the MinIO bucket
-"ray", and prints the URLs with their credentials.
+"ray", and prints the URLs with their credentials. One command changes a lab at a
+time: while another up, down, join or worker runs on it, up waits (--no-wait: fails
+at once).
 
 Every role's image can be replaced (tests and offline nodes): --image-head,
 --image-worker, --image-jupyter, --image-minio, --image-prometheus,
