@@ -171,12 +171,8 @@ func ensureNetworksAndVolumes(ctx context.Context, eng docker.Engine, p *types.P
 			lbl = map[string]string{}
 		}
 		lbl[labels.Project], lbl[labels.Network], lbl[labels.Version], lbl[labels.ManagedBy] = p.Name, k, labels.ComposeVersion, labels.ManagedByValue
-		created, err := eng.NetworkEnsure(ctx, name, lbl)
-		if err != nil {
+		if err := ensureNetwork(ctx, eng, p.Name, k, name, lbl, rep); err != nil {
 			return err
-		}
-		if created {
-			progress.Note(rep, "created network "+name)
 		}
 	}
 	for k, v := range p.Volumes {

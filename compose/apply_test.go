@@ -106,9 +106,10 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	_, err = eng.VolumeInspect(ctx, name+"_data")
 	require.NoError(t, err)
 
-	nets, err := eng.NetworkList(ctx, map[string]string{labels.Project: name})
+	nets, err := eng.NetworkList(ctx, "", map[string]string{labels.Project: name})
 	require.NoError(t, err)
-	assert.Equal(t, []string{name + "_default"}, nets)
+	require.Len(t, nets, 1)
+	assert.Equal(t, name+"_default", nets[0].Name)
 
 	// Second apply: nothing recreated, same IDs.
 	res, err = Apply(ctx, eng, sleeperProject(t, name, img, "a", ""), ApplyOptions{StopTimeout: 2 * time.Second})
@@ -139,7 +140,7 @@ func TestApplyIdempotentAndTargetedRecreate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, removed, 3)
 	assert.Empty(t, ids(t, eng, name))
-	nets, err = eng.NetworkList(ctx, map[string]string{labels.Project: name})
+	nets, err = eng.NetworkList(ctx, "", map[string]string{labels.Project: name})
 	require.NoError(t, err)
 	assert.Empty(t, nets, "down removes the lab's networks")
 	_, err = eng.VolumeInspect(ctx, name+"_data")

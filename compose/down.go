@@ -72,12 +72,14 @@ func Down(ctx context.Context, eng docker.Engine, project string, stopTimeout ti
 }
 
 func removeLabelled(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) error {
-	nets, err := eng.NetworkList(ctx, map[string]string{labels.Project: project})
+	// By ID: two networks of one name (left by an older mltrain) are both
+	// the project's, and the name alone is ambiguous to the engine.
+	nets, err := eng.NetworkList(ctx, "", map[string]string{labels.Project: project})
 	if err != nil {
 		return err
 	}
 	for _, n := range nets {
-		if err := eng.NetworkRemove(ctx, n); err != nil {
+		if err := eng.NetworkRemove(ctx, n.ID); err != nil {
 			return err
 		}
 	}

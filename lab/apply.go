@@ -85,10 +85,33 @@ func (a *applier) fail(ctx context.Context, err error) error {
 	// The caller's context may be what ended: roll back regardless.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	if _, rerr := compose.Down(rctx, a.eng, a.project.Name, 5*time.Second, false, a.rep); rerr != nil {
+	if rerr := a.removeAll(rctx); rerr != nil {
 		return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 	}
 	a.left.rolledBack = true
 	progress.Note(a.rep, fmt.Sprintf("rolled back: removed this first run's containers (volumes kept); '%s --no-rollback' keeps them for inspection", a.command))
 	return err
+}
+
+// removeAll removes the project's containers until none is left: a create
+// the engine received before an interrupt still completes after its client
+// went away, so a container may appear after the first pass listed them.
+func (a *applier) removeAll(ctx context.Context) error {
+	for pass := 0; ; pass++ {
+		if _, err := compose.Down(ctx, a.eng, a.project.Name, 5*time.Second, false, a.rep); err != nil {
+			return err
+		}
+		left, err := a.eng.ContainerList(ctx, map[string]string{labels.Project: a.project.Name})
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		if pass == 4 {
+			return fmt.Errorf("%d container(s) of lab %q appeared again after removal", len(left), a.project.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -99,7 +100,26 @@ func (d StateDir) State() (State, error) {
 			"run 'mltrain up' first (or pass --state-dir / --project of the lab you mean)")
 	}
 	if err != nil {
-		return State{}, clierr.WithHint(err, "run 'mltrain up' again to rewrite it")
+		return State{}, d.unreadableState(err)
 	}
 	return s, nil
+}
+
+// checkState refuses a state file that exists but cannot be read before up
+// writes a new one: the record would be lost without a word, and whatever
+// cut it short (a full disk, another program) should be known.
+func (d StateDir) checkState() error {
+	var s State
+	if err := d.ReadJSON(StateFile, &s); err != nil && !isMissing(err) {
+		return d.unreadableState(err)
+	}
+	return nil
+}
+
+// unreadableState is the error of a state file that exists but cannot be
+// read: never "missing", and the fix keeps the broken file for a look.
+func (d StateDir) unreadableState(err error) error {
+	path := d.File(StateFile)
+	return clierr.WithHint(fmt.Errorf("lab state %s cannot be used: %w", path, err),
+		fmt.Sprintf("restore it from a backup, or move it away ('mv %s %s.broken') and run 'mltrain up', which records the lab's plan anew (its containers and volumes are kept)", path, path))
 }

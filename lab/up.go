@@ -53,7 +53,15 @@ func Up(ctx context.Context, d UpDeps, o UpOptions) (Result, error) {
 func upSteps(o UpOptions) []step {
 	return []step{
 		{name: "detect host", run: detectStep},
-		{name: "credentials", run: credentialsStep},
+		{name: "credentials", run: func(ctx context.Context, r *run) (string, error) {
+			if err := r.dir.checkState(); err != nil {
+				return "", err
+			}
+			if err := refuseLostCredentials(ctx, r.deps.Engine, r.dir, o.Lab.Project); err != nil {
+				return "", err
+			}
+			return credentialsStep(ctx, r)
+		}},
 		{name: "plan", run: func(_ context.Context, r *run) (string, error) {
 			p, err := NewPlan(r.facts, o.Lab, r.creds)
 			if err != nil {

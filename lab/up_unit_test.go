@@ -122,7 +122,7 @@ func TestDownOnTheFakeEngineKeepsVolumesUnlessTold(t *testing.T) {
 	vols, err := f.eng.VolumeList(ctx, map[string]string{labels.Project: "fakelab"})
 	require.NoError(t, err)
 	assert.Len(t, vols, 4, "ray-tmp, minio-data, prometheus-data, grafana-data stay")
-	nets, err := f.eng.NetworkList(ctx, map[string]string{labels.Project: "fakelab"})
+	nets, err := f.eng.NetworkList(ctx, "", map[string]string{labels.Project: "fakelab"})
 	require.NoError(t, err)
 	assert.Empty(t, nets, "the network goes")
 

@@ -183,10 +183,10 @@ func engineObjects(t *testing.T, eng docker.Engine, project, volume string) []st
 			out = append(out, "volume "+volume)
 		}
 	}
-	ns, err := eng.NetworkList(ctx, filter)
+	ns, err := eng.NetworkList(ctx, "", filter)
 	require.NoError(t, err)
 	for _, n := range ns {
-		out = append(out, "network "+n)
+		out = append(out, "network "+n.Name)
 	}
 	sort.Strings(out)
 	return out

@@ -12,7 +12,7 @@ import (
 )
 
 func (a *app) downCmd() *cobra.Command {
-	var volumes, yes bool
+	var volumes, yes, noWait bool
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop and remove the lab's containers and network (volumes are kept)",
@@ -24,6 +24,7 @@ never removed by down.`,
 	}
 	cmd.Flags().BoolVar(&volumes, "volumes", false, "also remove the lab's volumes (MinIO checkpoints, Grafana, Prometheus)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask before removing volumes")
+	addNoWait(cmd.Flags(), &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if volumes && !yes {
 			fmt.Fprintf(a.errOut, "Remove lab %q's volumes, including every MinIO checkpoint? [y/N] ", a.project)
@@ -39,6 +40,12 @@ never removed by down.`,
 		}
 		defer eng.Close()
 		rep, done := a.reporter()
+		l, err := a.lockLab(cmd, nil, eng, noWait, rep)
+		if err != nil {
+			done()
+			return err
+		}
+		defer l.Release()
 		removed, err := lab.Down(cmd.Context(), eng, a.project, volumes, rep)
 		done()
 		if err != nil {

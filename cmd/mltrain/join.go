@@ -44,6 +44,7 @@ func (a *app) joinCmd() *cobra.Command {
 	var hostIP, nodeIP, shm, pull, memory, gpusFrom string
 	var cpus int
 	var timeout time.Duration
+	var noWait bool
 	cmd := &cobra.Command{
 		Use:   "join BUNDLE",
 		Short: "Add this host's GPUs to a lab on another host",
@@ -75,6 +76,7 @@ compose.yaml and starts nothing.`,
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for this host's nodes to join")
 	fl.BoolVar(&o.NoRollback, "no-rollback", false, "keep the containers of a failed first join for inspection")
 	fl.BoolVar(&o.RenderOnly, "render-only", false, "write compose.yaml into --out (or the state dir) and start nothing")
+	addNoWait(fl, &noWait, "")
 	var out string
 	fl.StringVar(&out, "out", "", "with --render-only: the directory to write to")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -118,6 +120,14 @@ compose.yaml and starts nothing.`,
 		}
 		rep, done := a.reporter()
 		deps.Reporter = rep
+		if !o.RenderOnly {
+			l, err := a.lockLab(cmd, args, deps.Engine, noWait, rep)
+			if err != nil {
+				done()
+				return err
+			}
+			defer l.Release()
+		}
 		res, err := lab.Join(ctx, deps, o)
 		done()
 		if err != nil {

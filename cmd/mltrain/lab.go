@@ -37,6 +37,7 @@ type labConn struct {
 func (a *app) labCmd() *cobra.Command {
 	var o exercise.Options
 	var c labConn
+	var noWait bool
 	names := append(exercise.Names(), labAll, labGuide)
 	cmd := &cobra.Command{
 		Use:   "lab EXERCISE",
@@ -78,6 +79,14 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			defer closeEnv()
 			rep, done := a.reporter()
 			env.Reporter = rep
+			if needEngine { // it stops and starts the lab's workers: the lab's writer
+				l, err := a.lockLab(cmd, args, env.Engine, noWait, rep)
+				if err != nil {
+					done()
+					return err
+				}
+				defer l.Release()
+			}
 			if name == labAll {
 				recs, err := exercise.All(cmd.Context(), env, o)
 				done()
@@ -97,6 +106,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 	fl.StringVar(&c.rayToken, "ray-token", "", "Ray auth token (default $RAY_AUTH_TOKEN, else the lab's)")
 	fl.StringVar(&c.minioEndpoint, "minio-endpoint", "", "MinIO S3 endpoint, e.g. http://127.0.0.1:9000 (default $AWS_ENDPOINT_URL, else the lab's)")
 	fl.StringToStringVar(&c.jobEnv, "job-env", nil, "extra environment for the jobs, KEY=VALUE (e.g. MLTRAIN_ACCELERATOR=cpu)")
+	addNoWait(fl, &noWait, "fault and all (they stop and start workers): fail at once when another mltrain command is changing the lab, instead of waiting")
 	fl.BoolVar(&o.Quick, "quick", false, "a few batches per epoch: a rehearsal, not a real training run")
 	fl.BoolVar(&o.FakeData, "fake-data", false, "train on random images with no pretrained weights (no dataset, no download)")
 	fl.IntVar(&o.Epochs, "epochs", 0, "epochs per run (default train.py's: 20, or 2 with --quick; fault uses 10 with --quick)")

@@ -16,7 +16,7 @@ import (
 
 func (a *app) upCmd() *cobra.Command {
 	var pull string
-	var rebuild, noRollback bool
+	var rebuild, noRollback, noWait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -26,7 +26,9 @@ pulls and builds the images, starts every service (unchanged ones are left
 alone: a second up is a no-op), waits until Ray reports the head and every
 worker ALIVE with its GPU, every service answers and every container is
 healthy (what 'mltrain verify' checks next), creates the MinIO bucket
-"ray", and prints the URLs with their credentials.
+"ray", and prints the URLs with their credentials. One command changes a lab
+at a time: while another up, down, join or worker runs on it, up waits
+(--no-wait: fails at once).
 
 Every role's image can be replaced (tests and offline nodes): --image-head,
 --image-worker, --image-jupyter, --image-minio, --image-prometheus,
@@ -39,6 +41,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	fl.BoolVar(&rebuild, "rebuild", false, "rebuild mltrain's images even when their content hash is unchanged")
 	fl.BoolVar(&noRollback, "no-rollback", false, "keep the containers of a failed first up for inspection")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the lab to be ready")
+	addNoWait(fl, &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		opts, err := lf.options(a.project)
@@ -55,6 +58,12 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		}
 		defer eng.Close()
 		rep, done := a.reporter()
+		l, err := a.lockLab(cmd, nil, eng, noWait, rep)
+		if err != nil {
+			done()
+			return err
+		}
+		defer l.Release()
 		res, err := lab.Up(ctx, lab.UpDeps{
 			Engine: eng, Reporter: rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {

@@ -22,6 +22,8 @@ it is healthy and has rejoined the cluster.`,
 		Args: cobra.ExactArgs(2),
 	}
 	cmd.ValidArgsFunction = a.completeWorker
+	var noWait bool
+	addNoWait(cmd.Flags(), &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil || n < 0 {
@@ -38,6 +40,13 @@ it is healthy and has rejoined the cluster.`,
 			return err
 		}
 		defer eng.Close()
+		rep, done := a.reporter()
+		l, err := a.lockLab(cmd, args, eng, noWait, rep)
+		done()
+		if err != nil {
+			return err
+		}
+		defer l.Release()
 		name, err := action(cmd.Context(), eng, a.project, n)
 		if err != nil {
 			return err

@@ -31,9 +31,11 @@ type Engine interface {
 	ImageRemove(ctx context.Context, ref string) error
 
 	NetworkEnsure(ctx context.Context, name string, labels map[string]string) (created bool, err error)
-	NetworkRemove(ctx context.Context, name string) error // nil when already gone
-	// NetworkList names the networks carrying every given label.
-	NetworkList(ctx context.Context, labels map[string]string) ([]string, error)
+	NetworkRemove(ctx context.Context, nameOrID string) error // nil when already gone
+	// NetworkList lists the networks named name (exactly; any name when
+	// empty) carrying every given label, oldest first. Docker allows two
+	// networks of one name: only their IDs tell them apart.
+	NetworkList(ctx context.Context, name string, labels map[string]string) ([]Network, error)
 
 	VolumeEnsure(ctx context.Context, name string, labels map[string]string) (created bool, err error)
 	VolumeInspect(ctx context.Context, name string) (Volume, error) // IsNotFound when absent
@@ -99,6 +101,15 @@ type PullProgress struct {
 	Status  string
 	Current int64
 	Total   int64
+}
+
+// Network is one engine network.
+type Network struct {
+	ID         string
+	Name       string
+	Labels     map[string]string
+	Created    time.Time
+	Containers []string // names of the containers attached to it
 }
 
 // Volume is a named volume.

@@ -63,8 +63,11 @@ func Acquire(ctx context.Context, path, what string, me Holder, noWait bool, wai
 	if err != nil {
 		return nil, fmt.Errorf("lock %s (%s): %w", what, path, err)
 	}
+	var h Holder
 	if !ok {
-		h := readHolder(path)
+		h, ok = holderOf(ctx, f, path)
+	}
+	if !ok {
 		if noWait {
 			return nil, &HeldError{What: what, Holder: h}
 		}
@@ -104,6 +107,26 @@ func (l *Lock) Release() error {
 }
 
 func holderPath(path string) string { return path + ".holder" }
+
+// noteGrace is how long a holder may take to write its note after taking
+// the lock: a writer that comes a moment later names it, not "another
+// mltrain command".
+const noteGrace = time.Second
+
+// holderOf reads the note of the lock's holder, waiting up to noteGrace for
+// one that has just taken it; got says the lock came free meanwhile and
+// is now held by f.
+func holderOf(ctx context.Context, f *flock.Flock, path string) (h Holder, got bool) {
+	for end := time.Now().Add(noteGrace); ; {
+		if h = readHolder(path); h.PID != 0 || time.Now().After(end) || ctx.Err() != nil {
+			return h, false
+		}
+		time.Sleep(pollEvery / 3)
+		if ok, err := f.TryLock(); err == nil && ok {
+			return Holder{}, true
+		}
+	}
+}
 
 // readHolder reads the note of the current holder; a missing or partial
 // note gives the zero Holder ("another mltrain command").

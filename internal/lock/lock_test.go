@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,4 +61,24 @@ func TestWaitEndsWithTheContext(t *testing.T) {
 	go func() { time.Sleep(2 * pollEvery); cancel() }()
 	_, err = Acquire(ctx, p, "lab x", Holder{Command: "mltrain up"}, false, nil)
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+}
+
+// A writer that comes just after the holder took the lock, before its note
+// was written, still names the holder.
+func TestTheHolderIsNamedWhenItsNoteComesLate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lab.lock")
+	first, err := Acquire(context.Background(), p, "lab x", Holder{Command: "mltrain up"}, true, nil)
+	require.NoError(t, err)
+	defer first.Release()
+	note, err := os.ReadFile(holderPath(p))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(holderPath(p)))
+	go func() {
+		time.Sleep(noteGrace / 4)
+		_ = os.WriteFile(holderPath(p), note, 0o644)
+	}()
+	_, err = Acquire(context.Background(), p, "lab x", Holder{Command: "mltrain down"}, true, nil)
+	var held *HeldError
+	require.ErrorAs(t, err, &held)
+	require.Equal(t, "mltrain up", held.Holder.Command)
 }

@@ -166,16 +166,17 @@ func (f *Engine) NetworkEnsure(_ context.Context, name string, labels map[string
 	return true, nil
 }
 
-func (f *Engine) NetworkList(_ context.Context, labels map[string]string) ([]string, error) {
+// NetworkList: the fake keeps one network per name, its ID the name.
+func (f *Engine) NetworkList(_ context.Context, name string, labels map[string]string) ([]docker.Network, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []string
-	for name, l := range f.Networks {
-		if matches(l, labels) {
-			out = append(out, name)
+	var out []docker.Network
+	for n, l := range f.Networks {
+		if (name == "" || n == name) && matches(l, labels) {
+			out = append(out, docker.Network{ID: n, Name: n, Labels: l})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
