@@ -86,7 +86,7 @@ func TestRefusedZipsCreateNoVolume(t *testing.T) {
 	_, err := Run(context.Background(), e.eng, e.opts(lyingZip(t, e.dir)))
 	require.ErrorAs(t, err, &nz)
 	assert.ErrorIs(t, err, zip.ErrFormat)
-	assert.Contains(t, err.Error(), "claims 4.00 GiB of data")
+	assert.Contains(t, err.Error(), "claims 4.0 GiB of data")
 }
 
 func errNoSpaceSentinel() error { return (&NoSpaceError{}).Unwrap() }
