@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,64 +19,6 @@ import (
 type PullResult struct {
 	Present []string `json:"present"`
 	Pulled  []string `json:"pulled"`
-}
-
-// preload is how to get images onto a host that cannot pull them.
-const preload = "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
-
-// UnavailableError lists the images this host does not have and could not
-// (or, with --pull never, must not) pull, each with its cause; images that
-// one unresolvable registry stopped are listed under it once.
-type UnavailableError struct {
-	Policy PullPolicy
-	Images []string
-	Causes map[string]error
-}
-
-func (e *UnavailableError) Error() string {
-	var b strings.Builder
-	if e.Policy == PullNever {
-		fmt.Fprintf(&b, "%d image(s) are not on this host and --pull never forbids pulling them:", len(e.Images))
-		for _, ref := range e.Images {
-			fmt.Fprintf(&b, "\n  %s", ref)
-		}
-		return b.String()
-	}
-	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
-	byLookup := map[string][]string{} // a DNS failure -> the images it stopped
-	var lookups []string
-	for _, ref := range e.Images {
-		var d *dnsError
-		if errors.As(e.Causes[ref], &d) {
-			if byLookup[d.lookup] == nil {
-				lookups = append(lookups, d.lookup)
-			}
-			byLookup[d.lookup] = append(byLookup[d.lookup], ref)
-			continue
-		}
-		if c := e.Causes[ref]; c != nil {
-			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
-		} else {
-			fmt.Fprintf(&b, "\n  %s", ref)
-		}
-	}
-	for _, l := range lookups {
-		fmt.Fprintf(&b, "\n  this host cannot resolve the registry's name (%s), so it can pull none of: %s", l, strings.Join(byLookup[l], ", "))
-	}
-	return b.String()
-}
-
-// Hint is what to do, with alt (another way to have the images, such as a
-// command's flags naming images already here) when it is not empty.
-func (e *UnavailableError) Hint(alt string) string {
-	h := preload
-	if e.Policy == PullNever {
-		h = "run again with --pull missing, or " + preload
-	}
-	if alt != "" {
-		h += ", or " + alt
-	}
-	return h + ", then run again"
 }
 
 // Pull makes refs present according to opts.Pull, pulling in parallel with
@@ -183,7 +123,7 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 				progress.Advance(r, step, cur, total, "bytes")
 			}
 		})
-		return struct{}{}, classify(withoutPrefix(err, "pull "+ref+": "), retry)
+		return struct{}{}, classify(typed(ref, withoutPrefix(err, "pull "+ref+": ")), retry)
 	},
 		backoff.WithBackOff(eb),
 		backoff.WithMaxTries(retry.Tries),
@@ -205,84 +145,6 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 	}
 	progress.End(r, step, "")
 	return nil
-}
-
-// prefixed drops the "pull <ref>: " the engine layer puts first, since
-// every message here already names the image; the error chain is kept.
-type prefixed struct {
-	msg string
-	err error
-}
-
-func (p *prefixed) Error() string { return p.msg }
-func (p *prefixed) Unwrap() error { return p.err }
-
-func withoutPrefix(err error, prefix string) error {
-	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
-		return err
-	}
-	return &prefixed{msg: strings.TrimPrefix(err.Error(), prefix), err: err}
-}
-
-// dnsError is a registry name this host cannot resolve. It is not
-// transient: a host without DNS for the registry (a lab node without a
-// registry) does not get it in the next seconds, so it is never retried,
-// and it is said once for every image it stops.
-type dnsError struct {
-	err    error
-	lookup string // "lookup registry-1.docker.io on 10.0.0.53:53: no such host"
-}
-
-func (e *dnsError) Error() string { return e.err.Error() }
-func (e *dnsError) Unwrap() error { return e.err }
-
-// lookupFailure is the resolver's failure as the engine reports it (Go's
-// resolver, or getaddrinfo's "temporary failure in name resolution").
-var lookupFailure = regexp.MustCompile(`(?i)lookup [^\s:]+(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
-
-// classify marks errors that retrying cannot fix as permanent and rate
-// limits as a longer wait; everything else (network, registry 5xx) is retried.
-func classify(err error, retry Retry) error {
-	if err == nil {
-		return nil
-	}
-	if l := lookupFailure.FindString(err.Error()); l != "" {
-		return backoff.Permanent(&dnsError{err: err, lookup: l})
-	}
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"toomanyrequests", "too many requests", "rate limit"} {
-		if strings.Contains(msg, s) {
-			return &rateLimited{err: err, wait: retry.RateLimitWait}
-		}
-	}
-	for _, s := range []string{"manifest unknown", "not found", "repository does not exist", "pull access denied",
-		"unauthorized", "denied", "invalid reference format", "no matching manifest"} {
-		if strings.Contains(msg, s) {
-			return backoff.Permanent(err)
-		}
-	}
-	if docker.IsNotFound(err) {
-		return backoff.Permanent(err)
-	}
-	return err
-}
-
-// rateLimited carries the engine's error and the wait; backoff honours it
-// through RetryAfterError.
-type rateLimited struct {
-	err  error
-	wait time.Duration
-}
-
-func (e *rateLimited) Error() string { return e.err.Error() }
-
-// As lets backoff find a RetryAfterError with our wait.
-func (e *rateLimited) As(target any) bool {
-	if t, ok := target.(**backoff.RetryAfterError); ok {
-		*t = &backoff.RetryAfterError{Duration: e.wait}
-		return true
-	}
-	return false
 }
 
 // layerSizes sums one pull's layer downloads into a byte count for the image.

@@ -1,0 +1,242 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/distribution/reference"
+
+	"github.com/mltrain/mltrain/internal/docker"
+)
+
+// preload is how to get images onto a host that cannot pull them.
+const preload = "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
+
+// UnavailableError lists the images this host does not have and could not
+// (or, with --pull never, must not) pull, each with its cause; images that
+// one unresolvable registry stopped are listed under it once.
+type UnavailableError struct {
+	Policy PullPolicy
+	Images []string
+	Causes map[string]error
+}
+
+func (e *UnavailableError) Error() string {
+	var b strings.Builder
+	if e.Policy == PullNever {
+		fmt.Fprintf(&b, "%d image(s) are not on this host and --pull never forbids pulling them:", len(e.Images))
+		for _, ref := range e.Images {
+			fmt.Fprintf(&b, "\n  %s", ref)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
+	// A registry this host cannot resolve or reach stops every image it
+	// holds for one reason: said once, with the images it stopped.
+	byRegistry := map[string][]string{}
+	var registries []string
+	for _, ref := range e.Images {
+		var d *dnsError
+		var u *RegistryUnreachableError
+		var nt *TagNotFoundError
+		c := e.Causes[ref]
+		line := ""
+		switch {
+		case errors.As(c, &d):
+			line = fmt.Sprintf("this host cannot resolve the registry's name (%s)", d.lookup)
+		case errors.As(c, &u):
+			line = u.Error()
+		case errors.As(c, &nt):
+			fmt.Fprintf(&b, "\n  %v", nt) // it names the image and the tag
+			continue
+		case c != nil:
+			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
+			continue
+		default:
+			fmt.Fprintf(&b, "\n  %s", ref)
+			continue
+		}
+		if byRegistry[line] == nil {
+			registries = append(registries, line)
+		}
+		byRegistry[line] = append(byRegistry[line], ref)
+	}
+	for _, l := range registries {
+		fmt.Fprintf(&b, "\n  %s, so it can pull none of: %s", l, strings.Join(byRegistry[l], ", "))
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.As and errors.Is each image's cause (sorted by
+// image), so a caller can find, say, a TagNotFoundError among them.
+func (e *UnavailableError) Unwrap() []error {
+	var errs []error
+	for _, ref := range e.Images {
+		if c := e.Causes[ref]; c != nil {
+			errs = append(errs, c)
+		}
+	}
+	return errs
+}
+
+// TagNotFoundError is the registry's answer that it has no such tag (or
+// digest) of Image, or no such repository: retrying cannot change it.
+type TagNotFoundError struct {
+	Image string // the repository as written, registry host included when not Docker Hub
+	Tag   string // the tag, or the digest for a reference by digest
+	Err   error  // the engine's error
+}
+
+func (e *TagNotFoundError) Error() string {
+	return fmt.Sprintf("%s has no tag %q in its registry (%v)", e.Image, e.Tag, e.Err)
+}
+
+func (e *TagNotFoundError) Unwrap() error { return e.Err }
+
+// RegistryUnreachableError says the engine could not connect to the
+// registry at all (refused, no route, timed out): nothing of it was
+// pulled.
+type RegistryUnreachableError struct {
+	Registry string // host[:port]
+	Reason   string // "connect: connection refused"
+	Err      error
+}
+
+func (e *RegistryUnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the registry %s (%s)", e.Registry, e.Reason)
+}
+
+func (e *RegistryUnreachableError) Unwrap() error { return e.Err }
+
+// Hint is what to do, with alt (another way to have the images, such as a
+// command's flags naming images already here) when it is not empty.
+func (e *UnavailableError) Hint(alt string) string {
+	h := preload
+	if e.Policy == PullNever {
+		h = "run again with --pull missing, or " + preload
+	}
+	if alt != "" {
+		h += ", or " + alt
+	}
+	return h + ", then run again"
+}
+
+// prefixed drops the "pull <ref>: " the engine layer puts first, since
+// every message here already names the image; the error chain is kept.
+type prefixed struct {
+	msg string
+	err error
+}
+
+func (p *prefixed) Error() string { return p.msg }
+func (p *prefixed) Unwrap() error { return p.err }
+
+func withoutPrefix(err error, prefix string) error {
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return &prefixed{msg: strings.TrimPrefix(err.Error(), prefix), err: err}
+}
+
+// dnsError is a registry name this host cannot resolve. It is not
+// transient: a host without DNS for the registry (a lab node without a
+// registry) does not get it in the next seconds, so it is never retried,
+// and it is said once for every image it stops.
+type dnsError struct {
+	err    error
+	lookup string // "lookup registry-1.docker.io on 10.0.0.53:53: no such host"
+}
+
+func (e *dnsError) Error() string { return e.err.Error() }
+func (e *dnsError) Unwrap() error { return e.err }
+
+// lookupFailure is the resolver's failure as the engine reports it (Go's
+// resolver, or getaddrinfo's "temporary failure in name resolution").
+var lookupFailure = regexp.MustCompile(`(?i)lookup [^\s:]+(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
+
+// classify marks errors that retrying cannot fix as permanent and rate
+// limits as a longer wait; everything else (network, registry 5xx) is retried.
+func classify(err error, retry Retry) error {
+	if err == nil {
+		return nil
+	}
+	if l := lookupFailure.FindString(err.Error()); l != "" {
+		return backoff.Permanent(&dnsError{err: err, lookup: l})
+	}
+	if errors.As(err, new(*TagNotFoundError)) {
+		return backoff.Permanent(err)
+	}
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"toomanyrequests", "too many requests", "rate limit"} {
+		if strings.Contains(msg, s) {
+			return &rateLimited{err: err, wait: retry.RateLimitWait}
+		}
+	}
+	for _, s := range []string{"manifest unknown", "not found", "repository does not exist", "pull access denied",
+		"unauthorized", "denied", "invalid reference format", "no matching manifest"} {
+		if strings.Contains(msg, s) {
+			return backoff.Permanent(err)
+		}
+	}
+	if docker.IsNotFound(err) {
+		return backoff.Permanent(err)
+	}
+	return err
+}
+
+// dialFailure is the engine failing to connect to a registry's address
+// (not its name: lookupFailure is that).
+var dialFailure = regexp.MustCompile(`dial tcp \S+?: (connect: (?:connection refused|no route to host|network is unreachable)|i/o timeout)`)
+
+// notFound are the engine's words for a registry's 404 on a manifest: no
+// such tag, or no such repository.
+var notFound = regexp.MustCompile(`(?i)manifest unknown|name unknown|not found`)
+
+// typed turns the engine's error for ref into a TagNotFoundError or a
+// RegistryUnreachableError when it is one, naming the image and tag or
+// the registry; any other error is returned as it is.
+func typed(ref string, err error) error {
+	if err == nil {
+		return nil
+	}
+	named, perr := reference.ParseNormalizedNamed(ref)
+	if perr != nil {
+		return err
+	}
+	msg := err.Error()
+	if m := dialFailure.FindStringSubmatch(msg); m != nil && lookupFailure.FindString(msg) == "" {
+		return &RegistryUnreachableError{Registry: reference.Domain(named), Reason: m[1], Err: err}
+	}
+	if notFound.MatchString(msg) {
+		tag := "latest"
+		if t, ok := named.(reference.Tagged); ok {
+			tag = t.Tag()
+		} else if d, ok := named.(reference.Digested); ok {
+			tag = d.Digest().String()
+		}
+		return &TagNotFoundError{Image: reference.FamiliarName(named), Tag: tag, Err: err}
+	}
+	return err
+}
+
+// rateLimited carries the engine's error and the wait; backoff honours it
+// through RetryAfterError.
+type rateLimited struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *rateLimited) Error() string { return e.err.Error() }
+
+// As lets backoff find a RetryAfterError with our wait.
+func (e *rateLimited) As(target any) bool {
+	if t, ok := target.(**backoff.RetryAfterError); ok {
+		*t = &backoff.RetryAfterError{Duration: e.wait}
+		return true
+	}
+	return false
+}
