@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,11 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 				last = cur
 				progress.Advance(r, step, cur, total, "bytes")
 			}
+			if wait, ok := sizes.retrying(p); ok {
+				// The engine's own retry of a layer whose download broke off
+				// (it then resumes where it stopped): said once per break.
+				progress.Say(r, step, fmt.Sprintf("layer %s: download cut off, the engine retries in %s", p.Layer, wait))
+			}
 		})
 		return struct{}{}, classify(typed(ref, withoutPrefix(err, "pull "+ref+": ")), retry)
 	},
@@ -150,9 +156,30 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 // layerSizes sums one pull's layer downloads into a byte count for the image.
 type layerSizes struct {
 	layers map[string][2]int64 // id -> current, total
+	broken map[string]bool     // layers counting down to the engine's retry
 }
 
-func newLayerSizes() *layerSizes { return &layerSizes{layers: map[string][2]int64{}} }
+func newLayerSizes() *layerSizes {
+	return &layerSizes{layers: map[string][2]int64{}, broken: map[string]bool{}}
+}
+
+// retrying reports the engine's first "Retrying in N seconds" of a layer
+// after a break, with "N seconds"; the countdown's later ticks are not
+// reported.
+func (l *layerSizes) retrying(p docker.PullProgress) (wait string, ok bool) {
+	wait, ok = strings.CutPrefix(p.Status, "Retrying in ")
+	if !ok {
+		if p.Status == "Downloading" {
+			l.broken[p.Layer] = false
+		}
+		return "", false
+	}
+	if l.broken[p.Layer] {
+		return "", false
+	}
+	l.broken[p.Layer] = true
+	return wait, true
+}
 
 // update records p and returns the image's downloaded and total bytes so
 // far; ok is false while no layer size is known.
@@ -163,7 +190,13 @@ func (l *layerSizes) update(p docker.PullProgress) (cur, total int64, ok bool) {
 	v, known := l.layers[p.Layer]
 	switch p.Status {
 	case "Downloading":
-		if p.Total > 0 {
+		switch {
+		case p.Total <= 0:
+		case known && p.Total < v[1]:
+			// The engine resumed a broken download with a range request:
+			// it counts from where it resumed, against what was left.
+			v[0] = v[1] - p.Total + p.Current
+		default:
 			v = [2]int64{p.Current, p.Total}
 			known = true
 		}

@@ -92,7 +92,14 @@ type TagNotFoundError struct {
 }
 
 func (e *TagNotFoundError) Error() string {
-	return fmt.Sprintf("%s has no tag %q in its registry (%v)", e.Image, e.Tag, e.Err)
+	// The registry's own words end the engine's message ("manifest for
+	// r:t not found: manifest unknown: manifest unknown"); the rest
+	// repeats the image.
+	msg := e.Err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return fmt.Sprintf("%s has no tag %q in its registry (%s)", e.Image, e.Tag, msg)
 }
 
 func (e *TagNotFoundError) Unwrap() error { return e.Err }

@@ -14,7 +14,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -132,52 +131,112 @@ func TestPullFromRegistryShowsItsProgressOnATerminal(t *testing.T) {
 	assert.Contains(t, screen[len(screen)-1], "✓ pull "+ref, "the terminal keeps one line for the done pull")
 }
 
-// The registry dies while a layer is half sent. The pull fails (the
-// engine's own retries, then ours, meet a dead registry); nothing is
-// tagged. Once the registry is back, running the pull again gets the image
-// whole.
-func TestPullCutOffMidLayerFailsCleanlyAndARerunCompletes(t *testing.T) {
-	eng := dockertest.Engine(t)
+// brokenRegistry is a pushed image behind a 2 MiB/s proxy, and a watcher
+// that kills the registry (and cuts the proxy's connections) once 3 MiB of
+// the 8 MiB layer have gone through: a crash in the middle of a layer.
+func brokenRegistry(t *testing.T, eng docker.Engine) (img pushed, ref string, proxy *dockertest.Throttle) {
+	t.Helper()
 	reg := dockertest.StartRegistry(t)
-	img := pushRandomImage(t, eng, reg, 8<<20)
-	proxy := dockertest.NewThrottle(t, reg.Addr, dockertest.NewLink(2<<20))
-	ref := img.via(proxy.Addr())
+	img = pushRandomImage(t, eng, reg, 8<<20)
+	proxy = dockertest.NewThrottle(t, reg.Addr, dockertest.NewLink(2<<20))
+	ref = img.via(proxy.Addr())
 	removeAfter(t, eng, ref)
-
-	var killed sync.Once
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop) })
 	go func() {
-		for {
+		for proxy.Sent() < 3<<20 {
 			select {
 			case <-stop:
 				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			if proxy.Sent() > 3<<20 {
-				killed.Do(func() { reg.Kill(); proxy.Cut() })
-				return
+			case <-time.After(10 * time.Millisecond):
 			}
 		}
+		reg.Kill()
+		proxy.Cut()
 	}()
+	return img, ref, proxy
+}
+
+// waitSaid waits until rec has an event for step whose message contains s.
+func waitSaid(t *testing.T, rec *progress.Recorder, step, s string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !said(rec, step, s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never said %q; events: %v", step, s, rec.Events())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func said(rec *progress.Recorder, step, s string) bool {
+	for _, e := range rec.Events() {
+		if e.Step == step && strings.Contains(e.Message, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// The registry dies while a layer is half sent and is back before the
+// engine's own retry: the pull resumes the layer where it broke off, the
+// progress says so and never counts back, and the image is the one pushed.
+func TestPullBrokenOffMidLayerResumesWhenTheRegistryIsBack(t *testing.T) {
+	eng := dockertest.Engine(t)
+	img, ref, proxy := brokenRegistry(t, eng)
 	var rec progress.Recorder
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	_, err := Pull(ctx, eng, []string{ref}, Options{Retry: Retry{Tries: 1}}, &rec)
-	require.Error(t, err, "the registry died in the middle of a layer")
-	assert.Greater(t, proxy.Sent(), int64(3<<20), "the registry was killed after part of the layer was sent")
-	var ue *UnavailableError
-	require.ErrorAs(t, err, &ue)
-	assert.Equal(t, []string{ref}, ue.Images)
+	step := "pull " + ref
+	done := make(chan error, 1)
+	go func() {
+		_, err := Pull(ctxT(t), eng, []string{ref}, Options{Retry: Retry{Tries: 1}}, &rec)
+		done <- err
+	}()
+	waitSaid(t, &rec, step, "download cut off, the engine retries in")
+	img.reg.Start()
+	require.NoError(t, <-done)
+	got, err := eng.ImageInspect(ctxT(t), ref)
+	require.NoError(t, err)
+	assert.Equal(t, img.id, got.ID, "the pulled image is the one pushed")
+	assert.Less(t, proxy.Sent(), 2*img.bytes, "the layer was resumed, not fetched twice over")
+	var last, total int64
+	for _, e := range rec.Events() {
+		if e.Step == step && e.Kind == progress.Update && e.Total > 0 {
+			assert.GreaterOrEqual(t, e.Current, last, "the amount never goes back")
+			assert.GreaterOrEqual(t, e.Total, total, "the total never shrinks")
+			last, total = e.Current, e.Total
+		}
+	}
+	assert.Equal(t, total, last)
+	assert.Greater(t, total, img.bytes)
+}
+
+// The registry dies while a layer is half sent and the user interrupts the
+// wait: nothing is tagged. Once the registry is back, running the pull again
+// gets the whole image.
+func TestPullInterruptedAfterALayerBrokeOffLeavesNothingAndARerunCompletes(t *testing.T) {
+	eng := dockertest.Engine(t)
+	img, ref, _ := brokenRegistry(t, eng)
+	var rec progress.Recorder
+	step := "pull " + ref
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := Pull(ctx, eng, []string{ref}, Options{Retry: fastRetry}, &rec)
+		done <- err
+	}()
+	waitSaid(t, &rec, step, "download cut off")
+	cancel() // Ctrl-C
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled)
+	assert.True(t, rec.Has(step, progress.Fail))
 	_, ierr := eng.ImageInspect(context.Background(), ref)
 	assert.True(t, docker.IsNotFound(ierr), "nothing is tagged after a pull cut off: %v", ierr)
-	assert.True(t, rec.Has("pull "+ref, progress.Fail))
 
-	reg.Start()
-	res, err := Pull(ctx, eng, []string{ref}, Options{Retry: fastRetry}, nil)
+	img.reg.Start()
+	res, err := Pull(ctxT(t), eng, []string{ref}, Options{Retry: fastRetry}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{ref}, res.Pulled)
-	got, err := eng.ImageInspect(ctx, ref)
+	got, err := eng.ImageInspect(ctxT(t), ref)
 	require.NoError(t, err)
 	assert.Equal(t, img.id, got.ID, "the re-run pulled the whole image")
 }
@@ -197,6 +256,7 @@ func TestPullOfATagTheRegistryLacksSaysImageAndTagAndDoesNotRetry(t *testing.T) 
 			ref := reg.Addr + "/" + c.repo + ":" + c.tag
 			_, err := Pull(ctxT(t), eng, []string{ref}, Options{Retry: Retry{Tries: 4, Initial: time.Second}}, nil)
 			require.Error(t, err)
+			t.Logf("what the user sees:\n%v", err)
 			var nt *TagNotFoundError
 			require.ErrorAs(t, err, &nt)
 			assert.Equal(t, reg.Addr+"/"+c.repo, nt.Image)
@@ -217,6 +277,7 @@ func TestPullFromARegistryThatIsNotThereIsOneError(t *testing.T) {
 	refs := []string{addr + "/mltrain-test/a:v1", addr + "/mltrain-test/b:v1"}
 	_, err = Pull(ctxT(t), eng, refs, Options{Retry: fastRetry}, nil)
 	require.Error(t, err)
+	t.Logf("what the user sees:\n%v", err)
 	var ru *RegistryUnreachableError
 	require.ErrorAs(t, err, &ru)
 	assert.Equal(t, addr, ru.Registry)

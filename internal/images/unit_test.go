@@ -136,7 +136,7 @@ func TestPullGivesUpAfterTriesAndDoesNotRetryPermanentErrors(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, []string{"x/flaky:1", "x/gone:1"}, ue.Images)
 	assert.Contains(t, err.Error(), "x/flaky:1: net/http: TLS handshake timeout (after 3 tries)")
-	assert.Contains(t, err.Error(), `x/gone has no tag "1" in its registry (manifest unknown`)
+	assert.Contains(t, err.Error(), `x/gone has no tag "1" in its registry (manifest unknown)`)
 	assert.NotContains(t, err.Error(), "mltrain images load", "the message says what failed; the hint what to do")
 	assert.Equal(t, 1, strings.Count(clierr.Hint(err), "mltrain images load"), "the preload advice is given once")
 }
@@ -162,7 +162,7 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 		assert.Equal(t, 1, calls[ref], "%s: a DNS failure is not transient", ref)
 		assert.False(t, saidPrefix(&rec, "pull "+ref, "try 1 failed"), "no retry is announced")
 	}
-	assert.Equal(t, "could not pull 4 image(s):\n  x/gone has no tag \"1\" in its registry (manifest unknown: manifest unknown)\n"+
+	assert.Equal(t, "could not pull 4 image(s):\n  x/gone has no tag \"1\" in its registry (manifest unknown)\n"+
 		"  this host cannot resolve the registry's name ("+lookup+"), so it can pull none of: grafana/grafana:3, minio/minio:1, prom/prometheus:2",
 		err.Error())
 	assert.Equal(t, "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them), then run again", clierr.Hint(err))
