@@ -176,7 +176,7 @@ func (s *bench) runMltrain(b *testing.B) (total, up, data time.Duration) {
 		return nil
 	})
 	g.Go(func() error {
-		out, err := s.run(s.bin, "data", "food11", "--url", s.url, "--volume", s.volume)
+		out, err := s.run(s.bin, "data", "food11", "--project", s.project, "--state-dir", s.upState, "--url", s.url, "--volume", s.volume)
 		data = time.Since(t0)
 		if err != nil {
 			return fmt.Errorf("mltrain data food11: %w\n%s", err, out)
@@ -243,6 +243,7 @@ func (s *bench) clean() {
 	}
 	_ = s.eng.VolumeRemove(ctx, s.volume)
 	_ = os.Remove(s.downloaded)
+	_ = os.RemoveAll(filepath.Join(s.upState, "cache")) // data food11's download cache
 }
 
 // mltrain runs the built mltrain's verb on this lab with state dir state.
