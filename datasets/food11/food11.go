@@ -57,7 +57,7 @@ const (
 	// LabelHelperOwner names the process using a helper: one another live
 	// mltrain process uses (a load beside `up`) is not stale.
 	LabelHelperOwner = labels.HelperOwner
-	roleHelper        = "dataset-helper"
+	roleHelper       = "dataset-helper"
 
 	// ManifestFormat is the manifest schema version.
 	ManifestFormat = 1
