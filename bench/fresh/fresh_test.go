@@ -13,6 +13,14 @@
 // course's Python move, then Compose v5 `up -d` of the compose.yaml mltrain
 // renders and the same readiness checks mltrain's `up` waits for.
 //
+// Why 50 MB/s, one link per server: a lease node's NIC (10-25 Gbit/s) is
+// not what limits it; a pull from a public registry or a download from the
+// course's mirror runs at tens of MB/s per client (the course's 1-2 min for
+// the 1.1 GB zip is 9-18 MB/s). 50 MB/s is the upper part of that range,
+// the conservative choice for mltrain: the slower the links, the more of
+// the wait is the two downloads, and overlapping them gains more.
+// Unthrottled loopback would time this host's disk and CPU instead.
+//
 // Knobs (environment): FRESH_RATE_MBPS (default 50), FRESH_LINK=shared
 // (one link for both servers; default one link per server),
 // FRESH_WORKER_MIB (default 1088), FRESH_ZIP_SCALE (default 1),
