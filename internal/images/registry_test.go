@@ -179,7 +179,8 @@ func said(rec *progress.Recorder, step, s string) bool {
 }
 
 // The registry dies while a layer is half sent and is back before the
-// engine's own retry: the pull resumes the layer where it broke off, the
+// engine's own retry: the pull resumes the layer (Docker 20.10 asks for the
+// rest with a range request; an engine may also start it over), the
 // progress says so and never counts back, and the image is the one pushed.
 func TestPullBrokenOffMidLayerResumesWhenTheRegistryIsBack(t *testing.T) {
 	eng := dockertest.Engine(t)
