@@ -22,6 +22,89 @@ type PullResult struct {
 	Pulled  []string `json:"pulled"`
 }
 
+// preload is how to get images onto a host that cannot pull them.
+const preload = "preload the images: 'mltrain images load FILE' (after 'mltrain images save FILE' on a node that has them)"
+
+// UnavailableError lists the images this host does not have and could not
+// (or, with --pull never, must not) pull, each with its cause; images that
+// one unresolvable registry stopped are listed under it once.
+type UnavailableError struct {
+	Policy PullPolicy
+	Images []string
+	Causes map[string]error
+}
+
+func (e *UnavailableError) Error() string {
+	var b strings.Builder
+	if e.Policy == PullNever {
+		fmt.Fprintf(&b, "%d image(s) are not on this host and --pull never forbids pulling them:", len(e.Images))
+		for _, ref := range e.Images {
+			fmt.Fprintf(&b, "\n  %s", ref)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
+	// A registry this host cannot resolve or reach stops every image it
+	// holds for one reason: said once, with the images it stopped.
+	byRegistry := map[string][]string{}
+	var registries []string
+	for _, ref := range e.Images {
+		var d *dnsError
+		var u *RegistryUnreachableError
+		var nt *TagNotFoundError
+		c := e.Causes[ref]
+		line := ""
+		switch {
+		case errors.As(c, &d):
+			line = fmt.Sprintf("this host cannot resolve the registry's name (%s)", d.lookup)
+		case errors.As(c, &u):
+			line = u.Error()
+		case errors.As(c, &nt):
+			fmt.Fprintf(&b, "\n  %v", nt) // it names the image and the tag
+			continue
+		case c != nil:
+			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
+			continue
+		default:
+			fmt.Fprintf(&b, "\n  %s", ref)
+			continue
+		}
+		if byRegistry[line] == nil {
+			registries = append(registries, line)
+		}
+		byRegistry[line] = append(byRegistry[line], ref)
+	}
+	for _, l := range registries {
+		fmt.Fprintf(&b, "\n  %s, so it can pull none of: %s", l, strings.Join(byRegistry[l], ", "))
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.As and errors.Is each image's cause (sorted by
+// image), so a caller can find, say, a TagNotFoundError among them.
+func (e *UnavailableError) Unwrap() []error {
+	var errs []error
+	for _, ref := range e.Images {
+		if c := e.Causes[ref]; c != nil {
+			errs = append(errs, c)
+		}
+	}
+	return errs
+}
+
+// Hint is what to do, with alt (another way to have the images, such as a
+// command's flags naming images already here) when it is not empty.
+func (e *UnavailableError) Hint(alt string) string {
+	h := preload
+	if e.Policy == PullNever {
+		h = "run again with --pull missing, or " + preload
+	}
+	if alt != "" {
+		h += ", or " + alt
+	}
+	return h + ", then run again"
+}
+
 // Pull makes refs present according to opts.Pull, pulling in parallel with
 // retries. Each image is one progress step whose size is the sum of its
 // layers, so a live view shows all pulls at once. Images that could not be
