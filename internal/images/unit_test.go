@@ -147,8 +147,11 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 	const lookup = "lookup registry-1.docker.io on 10.255.255.53:53: no such host"
 	f := fake.New()
 	calls := map[string]int{}
+	var mu sync.Mutex // the pulls run in parallel
 	f.PullFunc = func(ref string) error {
+		mu.Lock()
 		calls[ref]++
+		mu.Unlock()
 		if ref == "x/gone:1" {
 			return errors.New("pull x/gone:1: manifest unknown: manifest unknown")
 		}
