@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,8 +44,9 @@ func RegistryBinary(t testing.TB) string {
 type Registry struct {
 	t      testing.TB
 	bin    string
-	dir    string // config, storage and log
-	Addr   string // 127.0.0.1:port, the same across restarts
+	dir    string     // config, storage and log
+	Addr   string     // 127.0.0.1:port, the same across restarts
+	mu     sync.Mutex // Kill may come from another goroutine (a test's saboteur)
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -97,8 +99,11 @@ func (r *Registry) Start() {
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start the registry: %v", err)
 	}
-	r.cmd, r.exited = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(r.exited)
+	exited := make(chan struct{})
+	r.mu.Lock()
+	r.cmd, r.exited = cmd, exited
+	r.mu.Unlock()
+	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + r.Addr + "/v2/")
@@ -109,7 +114,7 @@ func (r *Registry) Start() {
 			}
 		}
 		select {
-		case <-r.exited:
+		case <-exited:
 			r.t.Fatalf("the registry exited at start:\n%s", r.Log())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -122,6 +127,8 @@ func (r *Registry) Start() {
 // Kill ends the registry at once (SIGKILL), as a crash or a cut link would,
 // and waits for it to be gone.
 func (r *Registry) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.cmd == nil {
 		return
 	}
