@@ -117,8 +117,9 @@ func classify(err error, retry Retry) error {
 var dialFailure = regexp.MustCompile(`dial tcp \S+?: (connect: (?:connection refused|no route to host|network is unreachable)|i/o timeout)`)
 
 // notFound are the engine's words for a registry's 404 on a manifest: no
-// such tag, or no such repository.
-var notFound = regexp.MustCompile(`(?i)manifest unknown|name unknown|not found`)
+// such tag, or no such repository (a missing blob of an existing manifest
+// is another matter: "blob unknown").
+var notFound = regexp.MustCompile(`(?i)manifest unknown|name unknown|manifest for \S+ not found|repository \S+ not found`)
 
 // typed turns the engine's error for ref into a TagNotFoundError or a
 // RegistryUnreachableError when it is one, naming the image and tag or

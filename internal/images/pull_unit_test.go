@@ -70,6 +70,7 @@ func TestTypedNamesTheImageTagOrRegistry(t *testing.T) {
 			&RegistryUnreachableError{Registry: "r.example", Reason: "i/o timeout"}},
 		{"r.example/a:v1", "Get \"https://r.example/v2/\": dial tcp: lookup r.example on 10.0.0.53:53: no such host", nil},
 		{"r.example/a:v1", "received unexpected HTTP status: 500 Internal Server Error", nil},
+		{"r.example/a:v1", "filesystem layer verification failed: blob unknown: blob not found", nil},
 	}
 	for _, c := range cases {
 		err := typed(c.ref, errors.New(c.msg))
