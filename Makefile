@@ -27,7 +27,7 @@ CGO_CFLAGS ?= -O2 -g
 CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build dist test lint vet staticcheck fmt-check up bench bench-food11 gpu-smoke fuzz py-check clean
+.PHONY: all build dist test lint vet staticcheck fmt-check up bench bench-food11 bench-fresh gpu-smoke fuzz py-check clean
 
 all: lint test build
 
@@ -81,6 +81,14 @@ bench:
 # The Food-11 load against unzip and the course's way (generates a ~1 GiB zip once, cached).
 bench-food11:
 	bash bench/food11/run.sh
+
+# A fresh node (no images, no dataset) to a ready lab: mltrain against the
+# course's sequence, over throttled loopback links to a real registry and a
+# dataset server (builds a 1 GiB worker image and a ~1 GiB zip; see
+# bench/fresh for the knobs). FRESH_ROUNDS runs of each; `make bench` skips it.
+FRESH_ROUNDS ?= 3
+bench-fresh:
+	MLTRAIN_BENCH_FRESH=1 $(GO) test -run '^$$' -bench BenchmarkFresh -benchtime $(FRESH_ROUNDS)x -timeout 90m ./bench/fresh
 
 # On a machine with an NVIDIA GPU (no Docker or Ray needed): NVML through a
 # cgo build of mltrain, and one quick epoch of train.py on the GPU. Skips

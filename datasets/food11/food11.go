@@ -54,7 +54,10 @@ const (
 	// remove helpers an interrupted run left behind.
 	LabelRole         = labels.Role
 	LabelHelperVolume = labels.HelperVolume
-	roleHelper        = "dataset-helper"
+	// LabelHelperOwner names the process using a helper: one another live
+	// mltrain process uses (a load beside `up`) is not stale.
+	LabelHelperOwner = labels.HelperOwner
+	roleHelper       = "dataset-helper"
 
 	// ManifestFormat is the manifest schema version.
 	ManifestFormat = 1

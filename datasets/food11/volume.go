@@ -10,7 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -104,7 +108,7 @@ func ensureHelperImage(ctx context.Context, eng docker.Engine, ref string, extra
 }
 
 func (h *helper) labels() map[string]string {
-	l := map[string]string{LabelRole: roleHelper, LabelHelperVolume: h.volume, LabelManagedBy: "mltrain"}
+	l := map[string]string{LabelRole: roleHelper, LabelHelperVolume: h.volume, LabelManagedBy: "mltrain", LabelHelperOwner: selfOwner()}
 	for k, v := range h.extra {
 		l[k] = v
 	}
@@ -112,18 +116,47 @@ func (h *helper) labels() map[string]string {
 }
 
 // removeStale removes helpers of this volume that an interrupted run left
-// behind: they would keep the volume in use.
+// behind: they would keep the volume in use. A helper another live mltrain
+// process on this host is using (`data food11` loading while `up` reads
+// the manifest) is left alone, and one that process removes at the same
+// moment is not an error.
 func (h *helper) removeStale(ctx context.Context) error {
 	cs, err := h.eng.ContainerList(ctx, map[string]string{LabelRole: roleHelper, LabelHelperVolume: h.volume})
 	if err != nil {
 		return fmt.Errorf("list helper containers of volume %s: %w", h.volume, err)
 	}
 	for _, c := range cs {
-		if err := h.eng.ContainerRemove(ctx, c.ID, true); err != nil {
+		if ownerAlive(c.Labels[LabelHelperOwner]) {
+			continue
+		}
+		if err := h.eng.ContainerRemove(ctx, c.ID, true); err != nil && !docker.IsNotFound(err) && !docker.IsConflict(err) {
 			return fmt.Errorf("remove stale helper container %s: %w", c.Name, err)
 		}
 	}
 	return nil
+}
+
+// selfOwner is this process as a helper's owner: <hostname>/<pid>.
+func selfOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// ownerAlive reports whether owner (selfOwner of some process) is another
+// process that is running on this host. This process's own helpers, those
+// of a process gone, of another host (the engine's host may be shared) or
+// of an mltrain from before the label are stale.
+func ownerAlive(owner string) bool {
+	host, pidText, ok := strings.Cut(owner, "/")
+	self, _ := os.Hostname()
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || host != self || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	// Signal 0 checks that the process exists; EPERM means it does (another
+	// user's).
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (h *helper) create(ctx context.Context) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -41,27 +40,52 @@ func (e *UnavailableError) Error() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
-	byLookup := map[string][]string{} // a DNS failure -> the images it stopped
-	var lookups []string
+	// A registry this host cannot resolve or reach stops every image it
+	// holds for one reason: said once, with the images it stopped.
+	byRegistry := map[string][]string{}
+	var registries []string
 	for _, ref := range e.Images {
 		var d *dnsError
-		if errors.As(e.Causes[ref], &d) {
-			if byLookup[d.lookup] == nil {
-				lookups = append(lookups, d.lookup)
-			}
-			byLookup[d.lookup] = append(byLookup[d.lookup], ref)
+		var u *RegistryUnreachableError
+		var nt *TagNotFoundError
+		c := e.Causes[ref]
+		line := ""
+		switch {
+		case errors.As(c, &d):
+			line = fmt.Sprintf("this host cannot resolve the registry's name (%s)", d.lookup)
+		case errors.As(c, &u):
+			line = u.Error()
+		case errors.As(c, &nt):
+			fmt.Fprintf(&b, "\n  %v", nt) // it names the image and the tag
+			continue
+		case c != nil:
+			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
+			continue
+		default:
+			fmt.Fprintf(&b, "\n  %s", ref)
 			continue
 		}
-		if c := e.Causes[ref]; c != nil {
-			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
-		} else {
-			fmt.Fprintf(&b, "\n  %s", ref)
+		if byRegistry[line] == nil {
+			registries = append(registries, line)
 		}
+		byRegistry[line] = append(byRegistry[line], ref)
 	}
-	for _, l := range lookups {
-		fmt.Fprintf(&b, "\n  this host cannot resolve the registry's name (%s), so it can pull none of: %s", l, strings.Join(byLookup[l], ", "))
+	for _, l := range registries {
+		fmt.Fprintf(&b, "\n  %s, so it can pull none of: %s", l, strings.Join(byRegistry[l], ", "))
 	}
 	return b.String()
+}
+
+// Unwrap gives errors.As and errors.Is each image's cause (sorted by
+// image), so a caller can find, say, a TagNotFoundError among them.
+func (e *UnavailableError) Unwrap() []error {
+	var errs []error
+	for _, ref := range e.Images {
+		if c := e.Causes[ref]; c != nil {
+			errs = append(errs, c)
+		}
+	}
+	return errs
 }
 
 // Pull makes refs present according to opts.Pull, pulling in parallel with
@@ -165,8 +189,13 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 				last = cur
 				progress.Advance(r, step, cur, total, "bytes")
 			}
+			if wait, ok := sizes.retrying(p); ok {
+				// The engine's own retry of a layer whose download broke off
+				// (it then resumes where it stopped): said once per break.
+				progress.Say(r, step, fmt.Sprintf("layer %s: download cut off, the engine retries in %s", p.Layer, wait))
+			}
 		})
-		return struct{}{}, classify(withoutPrefix(err, "pull "+ref+": "), retry)
+		return struct{}{}, classify(typed(ref, withoutPrefix(err, "pull "+ref+": ")), retry)
 	},
 		backoff.WithBackOff(eb),
 		backoff.WithMaxTries(retry.Tries),
@@ -190,90 +219,33 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 	return nil
 }
 
-// prefixed drops the "pull <ref>: " the engine layer puts first, since
-// every message here already names the image; the error chain is kept.
-type prefixed struct {
-	msg string
-	err error
-}
-
-func (p *prefixed) Error() string { return p.msg }
-func (p *prefixed) Unwrap() error { return p.err }
-
-func withoutPrefix(err error, prefix string) error {
-	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
-		return err
-	}
-	return &prefixed{msg: strings.TrimPrefix(err.Error(), prefix), err: err}
-}
-
-// dnsError is a registry name this host cannot resolve. It is not
-// transient: a host without DNS for the registry (a lab node without a
-// registry) does not get it in the next seconds, so it is never retried,
-// and it is said once for every image it stops.
-type dnsError struct {
-	err    error
-	lookup string // "lookup registry-1.docker.io on 10.0.0.53:53: no such host"
-}
-
-func (e *dnsError) Error() string { return e.err.Error() }
-func (e *dnsError) Unwrap() error { return e.err }
-
-// lookupFailure is the resolver's failure as the engine reports it (Go's
-// resolver, or getaddrinfo's "temporary failure in name resolution").
-var lookupFailure = regexp.MustCompile(`(?i)lookup [^\s:]+(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
-
-// classify marks errors that retrying cannot fix as permanent and rate
-// limits as a longer wait; everything else (network, registry 5xx) is retried.
-func classify(err error, retry Retry) error {
-	if err == nil {
-		return nil
-	}
-	if l := lookupFailure.FindString(err.Error()); l != "" {
-		return backoff.Permanent(&dnsError{err: err, lookup: l})
-	}
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"toomanyrequests", "too many requests", "rate limit"} {
-		if strings.Contains(msg, s) {
-			return &rateLimited{err: err, wait: retry.RateLimitWait}
-		}
-	}
-	for _, s := range []string{"manifest unknown", "not found", "repository does not exist", "pull access denied",
-		"unauthorized", "denied", "invalid reference format", "no matching manifest"} {
-		if strings.Contains(msg, s) {
-			return backoff.Permanent(err)
-		}
-	}
-	if docker.IsNotFound(err) {
-		return backoff.Permanent(err)
-	}
-	return err
-}
-
-// rateLimited carries the engine's error and the wait; backoff honours it
-// through RetryAfterError.
-type rateLimited struct {
-	err  error
-	wait time.Duration
-}
-
-func (e *rateLimited) Error() string { return e.err.Error() }
-
-// As lets backoff find a RetryAfterError with our wait.
-func (e *rateLimited) As(target any) bool {
-	if t, ok := target.(**backoff.RetryAfterError); ok {
-		*t = &backoff.RetryAfterError{Duration: e.wait}
-		return true
-	}
-	return false
-}
-
 // layerSizes sums one pull's layer downloads into a byte count for the image.
 type layerSizes struct {
 	layers map[string][2]int64 // id -> current, total
+	broken map[string]bool     // layers counting down to the engine's retry
 }
 
-func newLayerSizes() *layerSizes { return &layerSizes{layers: map[string][2]int64{}} }
+func newLayerSizes() *layerSizes {
+	return &layerSizes{layers: map[string][2]int64{}, broken: map[string]bool{}}
+}
+
+// retrying reports the engine's first "Retrying in N seconds" of a layer
+// after a break, with "N seconds"; the countdown's later ticks are not
+// reported.
+func (l *layerSizes) retrying(p docker.PullProgress) (wait string, ok bool) {
+	wait, ok = strings.CutPrefix(p.Status, "Retrying in ")
+	if !ok {
+		if p.Status == "Downloading" {
+			l.broken[p.Layer] = false
+		}
+		return "", false
+	}
+	if l.broken[p.Layer] {
+		return "", false
+	}
+	l.broken[p.Layer] = true
+	return wait, true
+}
 
 // update records p and returns the image's downloaded and total bytes so
 // far; ok is false while no layer size is known.
@@ -284,7 +256,13 @@ func (l *layerSizes) update(p docker.PullProgress) (cur, total int64, ok bool) {
 	v, known := l.layers[p.Layer]
 	switch p.Status {
 	case "Downloading":
-		if p.Total > 0 {
+		switch {
+		case p.Total <= 0:
+		case known && p.Total < v[1]:
+			// The engine resumed a broken download with a range request:
+			// it counts from where it resumed, against what was left.
+			v[0] = v[1] - p.Total + p.Current
+		default:
 			v = [2]int64{p.Current, p.Total}
 			known = true
 		}

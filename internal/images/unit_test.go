@@ -136,7 +136,7 @@ func TestPullGivesUpAfterTriesAndDoesNotRetryPermanentErrors(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, []string{"x/flaky:1", "x/gone:1"}, ue.Images)
 	assert.Contains(t, err.Error(), "x/flaky:1: net/http: TLS handshake timeout (after 3 tries)")
-	assert.Contains(t, err.Error(), "x/gone:1: manifest unknown")
+	assert.Contains(t, err.Error(), `x/gone has no tag "1" in its registry (manifest unknown)`)
 	assert.NotContains(t, err.Error(), "mltrain", "the message says what failed; the command layer says what to do")
 }
 
@@ -146,8 +146,11 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 	const lookup = "lookup registry-1.docker.io on 10.255.255.53:53: no such host"
 	f := fake.New()
 	calls := map[string]int{}
+	var mu sync.Mutex // the pulls run in parallel
 	f.PullFunc = func(ref string) error {
+		mu.Lock()
 		calls[ref]++
+		mu.Unlock()
 		if ref == "x/gone:1" {
 			return errors.New("pull x/gone:1: manifest unknown: manifest unknown")
 		}
@@ -161,7 +164,7 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 		assert.Equal(t, 1, calls[ref], "%s: a DNS failure is not transient", ref)
 		assert.False(t, saidPrefix(&rec, "pull "+ref, "try 1 failed"), "no retry is announced")
 	}
-	assert.Equal(t, "could not pull 4 image(s):\n  x/gone:1: manifest unknown: manifest unknown\n"+
+	assert.Equal(t, "could not pull 4 image(s):\n  x/gone has no tag \"1\" in its registry (manifest unknown)\n"+
 		"  this host cannot resolve the registry's name ("+lookup+"), so it can pull none of: grafana/grafana:3, minio/minio:1, prom/prometheus:2",
 		err.Error())
 	assert.Empty(t, clierr.Hint(err), "what to type is the command layer's to say")

@@ -45,6 +45,7 @@ const (
 	// Dataset volumes and the helper containers that fill them.
 	Dataset      = "mltrain.dataset"
 	HelperVolume = "mltrain.helper-volume"
+	HelperOwner  = "mltrain.helper-owner" // <hostname>/<pid> of the mltrain process using it
 
 	// Images mltrain builds (the Dockerfiles set the version labels).
 	ImageHash          = "mltrain.content-hash"

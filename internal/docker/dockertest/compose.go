@@ -26,14 +26,14 @@ func ComposeV5(t testing.TB) string {
 	rel := filepath.Join("compose-"+ver, "docker-compose")
 	return CachedBinary(t, rel, "compose", func(tmp string) error {
 		t.Logf("building Docker Compose %s for the tests into %s (once)", ver, filepath.Join(CacheDir(), rel))
-		return buildCompose(mod, ver, tmp)
+		return buildModule(mod, ver, "./cmd", "-w -X "+mod+"/internal.Version="+ver, tmp)
 	})
 }
 
-// buildCompose builds the module's ./cmd in a writable copy of its
-// downloaded source: `go install mod@ver` refuses a module whose go.mod has
-// exclude directives, as compose's has.
-func buildCompose(mod, ver, dst string) error {
+// buildModule builds the package pkg of module mod@ver into dst, in a
+// writable copy of its downloaded source: `go install mod@ver` refuses a
+// module whose go.mod has exclude or replace directives, as compose's has.
+func buildModule(mod, ver, pkg, ldflags, dst string) error {
 	out, err := goCmd("", "mod", "download", "-json", mod+"@"+ver).Output()
 	if err != nil {
 		return fmt.Errorf("download %s@%s: %w\n%s", mod, ver, err, out)
@@ -50,7 +50,7 @@ func buildCompose(mod, ver, dst string) error {
 	if err := os.CopyFS(src, os.DirFS(m.Dir)); err != nil {
 		return fmt.Errorf("copy the %s source: %w", mod, err)
 	}
-	cmd := goCmd(src, "build", "-trimpath", "-ldflags", "-w -X "+mod+"/internal.Version="+ver, "-o", dst, "./cmd")
+	cmd := goCmd(src, "build", "-trimpath", "-ldflags", ldflags, "-o", dst, pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build %s@%s: %w\n%s", mod, ver, err, out)
 	}
