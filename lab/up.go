@@ -24,6 +24,8 @@ type UpOptions struct {
 	NoRollback bool
 	// StopTimeout is the grace period of containers being replaced.
 	StopTimeout time.Duration
+	// Data, when set, loads the dataset volume while the images come.
+	Data *DataLoad
 }
 
 // UpDeps are Up's ways to reach the world; tests replace Detect.
@@ -74,7 +76,7 @@ func upSteps(o UpOptions) []step {
 		{name: "render", run: renderStep},
 		{name: "workspace", run: workspaceStep},
 		{name: "check ports", run: portsStep},
-		{name: "images", run: imagesStep},
+		{name: "images", run: imagesAndDataStep(o.Data)},
 		{name: "data volume", run: dataStep},
 		{name: "apply", run: applyStep},
 		{name: "ready", run: func(ctx context.Context, r *run) (string, error) {

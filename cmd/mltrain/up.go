@@ -41,6 +41,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	fl.BoolVar(&rebuild, "rebuild", false, "rebuild mltrain's images even when their content hash is unchanged")
 	fl.BoolVar(&noRollback, "no-rollback", false, "keep the containers of a failed first up for inspection")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the lab to be ready")
+	data := addDataFlags(fl)
 	addNoWait(fl, &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -49,6 +50,10 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			return err
 		}
 		policy, err := images.ParsePullPolicy(pull)
+		if err != nil {
+			return err
+		}
+		load, err := data.load(cmd)
 		if err != nil {
 			return err
 		}
@@ -72,11 +77,11 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
 		}, lab.UpOptions{
 			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
-			Timeout: timeout, NoRollback: noRollback,
+			Timeout: timeout, NoRollback: noRollback, Data: load,
 		})
 		done()
 		if err != nil {
-			return err
+			return a.dataHint(err, cmd)
 		}
 		if a.json {
 			return printJSON(a.out, res)

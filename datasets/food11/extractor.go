@@ -259,7 +259,7 @@ func (pr *protocol) result(volume, zipPath string, d docker.ContainerDetails, p 
 		return 0, fmt.Errorf("load into volume %s: the extractor wrote %d files (%d bytes), the plan has %d (%d bytes)", volume, m.Files, m.Bytes, len(p.entries), p.bytes)
 	case m.CRC:
 		return 0, clierr.WithHint(fmt.Errorf("%s: entry %s: %w", zipPath, m.Entry, remoteError{m.Error, zip.ErrChecksum}),
-			"download the zip again (delete the cached copy) or check the file given to --zip")
+			"download the zip again (delete the cached copy) or check the zip file you gave")
 	case m.NoSpace:
 		return 0, &RerunError{Err: &NoSpaceError{Volume: volume, Entry: m.Entry, Need: m.Need, Free: m.Free, Size: m.Size, Cleaned: m.Cleaned},
 			Do: "free space on that filesystem, or load into a volume on a bigger disk with --volume NAME"}

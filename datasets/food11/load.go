@@ -224,7 +224,7 @@ func openZip(p string) (*zip.ReadCloser, error) {
 	}
 	if errors.Is(err, zip.ErrFormat) {
 		return nil, clierr.WithHint(fmt.Errorf("%s is not a zip file, or is truncated (no zip central directory found): %w", p, err),
-			"download it again (delete the cached copy), or check the file given to --zip")
+			"download it again (delete the cached copy), or check the zip file you gave")
 	}
 	return nil, fmt.Errorf("open zip %s: %w", p, err)
 }
