@@ -2,14 +2,10 @@ package lab
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
-	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -18,34 +14,4 @@ import (
 func Down(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) ([]string, error) {
 	// Ray needs a few seconds after SIGTERM to leave the cluster cleanly.
 	return compose.Down(ctx, eng, project, 30*time.Second, removeVolumes, rep)
-}
-
-// Logs writes a service's logs (every service's, prefixed, when service is "").
-func Logs(ctx context.Context, eng docker.Engine, project, service string, follow bool, tail string, stdout, stderr io.Writer) error {
-	filter := map[string]string{labels.Project: project}
-	if service != "" {
-		filter[labels.Service] = service
-	}
-	list, err := eng.ContainerList(ctx, filter)
-	if err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		if service != "" {
-			return clierr.Hintf("run 'mltrain status' to see the lab's services", "lab %q has no service %q", project, service)
-		}
-		return clierr.Hintf("run 'mltrain up'", "lab %q has no containers", project)
-	}
-	if len(list) > 1 && follow {
-		return clierr.Hintf("name one service, e.g. 'mltrain logs ray-head -f'", "-f follows one service at a time")
-	}
-	for _, c := range list {
-		if len(list) > 1 {
-			fmt.Fprintf(stdout, "==> %s <==\n", c.Name)
-		}
-		if err := eng.ContainerLogs(ctx, c.ID, docker.LogsOptions{Tail: tail, Follow: follow}, stdout, stderr); err != nil {
-			return err
-		}
-	}
-	return nil
 }

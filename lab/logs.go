@@ -1,0 +1,41 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/labels"
+)
+
+// Logs writes a service's logs (every service's, prefixed, when service is "").
+func Logs(ctx context.Context, eng docker.Engine, project, service string, follow bool, tail string, stdout, stderr io.Writer) error {
+	filter := map[string]string{labels.Project: project}
+	if service != "" {
+		filter[labels.Service] = service
+	}
+	list, err := eng.ContainerList(ctx, filter)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		if service != "" {
+			return clierr.Hintf("run 'mltrain status' to see the lab's services", "lab %q has no service %q", project, service)
+		}
+		return clierr.Hintf("run 'mltrain up'", "lab %q has no containers", project)
+	}
+	if len(list) > 1 && follow {
+		return clierr.Hintf("name one service, e.g. 'mltrain logs ray-head -f'", "-f follows one service at a time")
+	}
+	for _, c := range list {
+		if len(list) > 1 {
+			fmt.Fprintf(stdout, "==> %s <==\n", c.Name)
+		}
+		if err := eng.ContainerLogs(ctx, c.ID, docker.LogsOptions{Tail: tail, Follow: follow}, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
