@@ -165,18 +165,13 @@ func checkImageVersions(ctx context.Context, eng docker.Engine, ref string, b Jo
 	if err != nil {
 		return fmt.Errorf("inspect worker image %s: %w", ref, err)
 	}
-	for _, c := range []struct{ label, what, want string }{
-		{labels.ImageRayVersion, "Ray", b.RayVersion},
-		{labels.ImagePythonVersion, "Python", b.Python},
-	} {
-		got := img.Labels[c.label]
-		switch {
-		case got == "":
-			progress.Warning(rep, fmt.Sprintf("worker image %s does not say its %s version (no %s label): Ray will refuse its nodes if it is not %s", ref, c.what, c.label, c.want))
-		case got != c.want:
-			return clierr.Hintf(fmt.Sprintf("use the lab's: 'mltrain build --ray-version %s' here, or 'mltrain images save FILE' on the first host and 'mltrain images load FILE' here", b.RayVersion),
-				"worker image %s has %s %s, the lab runs %s %s: Ray refuses nodes of another version", ref, c.what, got, c.what, c.want)
+	for _, m := range images.CompareVersions(img, images.Versions{Ray: b.RayVersion, Python: b.Python}) {
+		if m.Got == "" {
+			progress.Warning(rep, fmt.Sprintf("worker image %s does not say its %s version (no %s label): Ray will refuse its nodes if it is not %s", ref, m.What, m.Label, m.Want))
+			continue
 		}
+		return clierr.Hintf(fmt.Sprintf("use the lab's: 'mltrain build --ray-version %s' here, or 'mltrain images save FILE' on the first host and 'mltrain images load FILE' here", b.RayVersion),
+			"worker image %s has %s %s, the lab runs %s %s: Ray refuses nodes of another version", ref, m.What, m.Got, m.What, m.Want)
 	}
 	return nil
 }
