@@ -28,6 +28,16 @@ type Commands struct {
 	Ran []string
 }
 
+// CommandsFor writes command lines for the lab of project kept in dir:
+// --state-dir is named only where dir is not the project's default.
+func CommandsFor(project string, dir StateDir) Commands {
+	c := Commands{Project: project}
+	if dir != "" && dir != DefaultStateDir(project) {
+		c.StateDir = dir.Path()
+	}
+	return c
+}
+
 // Line is the command line that runs words on this lab: the lab's flags
 // follow "mltrain", so every line acts on the same lab as the user's.
 func (c Commands) Line(words ...string) string {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,10 +44,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 			if err != nil {
 				return err
 			}
-			rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: timeout, DataFull: dataFull})
-			for i := range rep.Checks {
-				rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
-			}
+			rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: timeout, DataFull: dataFull, Commands: a.lab()})
 			if junit != "" {
 				if err := writeJUnitFile(junit, rep); err != nil {
 					return err
@@ -57,10 +53,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 			if a.json {
 				err = printJSON(a.out, rep)
 			} else {
-				var b strings.Builder // its verdict names 'mltrain verify'
-				if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
-					_, err = fmt.Fprint(a.out, a.next(b.String()))
-				}
+				err = verify.WriteTable(a.out, rep, isTerminal(a.out))
 			}
 			if err != nil {
 				return err
