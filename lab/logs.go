@@ -2,10 +2,10 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 )
@@ -22,12 +22,16 @@ func Logs(ctx context.Context, eng docker.Engine, project, service string, follo
 	}
 	if len(list) == 0 {
 		if service != "" {
-			return clierr.Hintf("run 'mltrain status' to see the lab's services", "lab %q has no service %q", project, service)
+			return withNext(fmt.Errorf("lab %q has no service %q", project, service), func(c Commands) string {
+				return "run '" + c.Line("status") + "' to see the lab's services"
+			})
 		}
-		return clierr.Hintf("run 'mltrain up'", "lab %q has no containers", project)
+		return withNext(fmt.Errorf("lab %q has no containers", project), func(c Commands) string { return "run '" + c.Line("up") + "'" })
 	}
 	if len(list) > 1 && follow {
-		return clierr.Hintf("name one service, e.g. 'mltrain logs ray-head -f'", "-f follows one service at a time")
+		return withNext(errors.New("-f follows one service at a time"), func(c Commands) string {
+			return "name one service, e.g. '" + c.Line("logs", HeadService, "-f") + "'"
+		})
 	}
 	for _, c := range list {
 		if len(list) > 1 {

@@ -1,11 +1,10 @@
 package lab
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"time"
-
-	"github.com/mltrain/mltrain/internal/clierr"
 )
 
 // URLs are what students open in a browser.
@@ -85,10 +84,12 @@ func (d StateDir) State() (State, error) {
 	var s State
 	err := d.ReadJSON(StateFile, &s)
 	if isMissing(err) {
-		return State{}, clierr.Hintf("run 'mltrain up' first (or pass --state-dir / --project of the lab you mean)", "no lab state at %s", d.File(StateFile))
+		return State{}, withNext(fmt.Errorf("no lab state at %s", d.File(StateFile)), func(c Commands) string {
+			return "run '" + c.Line("up") + "' first (or pass --state-dir / --project of the lab you mean)"
+		})
 	}
 	if err != nil {
-		return State{}, clierr.WithHint(err, "run 'mltrain up' again to rewrite it")
+		return State{}, withNext(err, func(c Commands) string { return "run '" + c.Line("up") + "' again to rewrite it" })
 	}
 	return s, nil
 }

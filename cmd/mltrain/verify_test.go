@@ -32,11 +32,12 @@ func TestVerifyRejectsAnUnknownGroup(t *testing.T) {
 
 func TestVerifyWithoutALab(t *testing.T) {
 	dockertest.Engine(t)
-	_, err := runErr(t, "verify", "--state-dir", t.TempDir())
+	dir := t.TempDir()
+	_, err := runErr(t, "verify", "--state-dir", dir)
 	require.Error(t, err)
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.Contains(t, err.Error(), "no lab state")
-	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Contains(t, clierr.Hint(err), "run 'mltrain --state-dir "+dir+" up' first", "the next step acts on this lab")
 }
 
 // A lab whose state exists but whose services are all gone: every check
