@@ -126,7 +126,9 @@ func FindWorker(ctx context.Context, eng docker.Engine, q WorkerQuery) (WorkerCo
 			func(c Commands) string { return "run '" + c.Line("status") + "' to see the workers" })
 	}
 	return WorkerContainer{}, withNext(fmt.Errorf("no worker container has Ray node %s's address; workers seen: %s", q.IP, strings.Join(seen, "; ")),
-		func(c Commands) string { return "run '" + c.Line("status") + "'; is RAY_ADDRESS pointing at this host's lab?" })
+		func(c Commands) string {
+			return "run '" + c.Line("status") + "'; is RAY_ADDRESS pointing at this host's lab?"
+		})
 }
 
 // StopWorker stops worker index gracefully (the fault-tolerance exercise's
