@@ -13,18 +13,23 @@ import (
 func usableGPUs(r gpu.Report) ([]gpu.GPU, []string, error) {
 	if r.HardwareWithoutDriver() {
 		var msgs []string
-		fix := doctorHint
+		first := "" // the first problem's own fix
 		for _, pr := range r.Problems {
 			if pr.Code == gpu.CodeNoGPU {
 				continue
 			}
 			msgs = append(msgs, pr.Message)
-			if pr.Fix != "" && fix == doctorHint {
-				fix = pr.Fix + "; then run 'mltrain doctor'"
+			if first == "" {
+				first = pr.Fix
 			}
 		}
-		return nil, nil, clierr.WithHint(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
-			strings.Join(msgs, "; ")), fix)
+		return nil, nil, withNext(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
+			strings.Join(msgs, "; ")), func(c Commands) string {
+			if first != "" {
+				return first + "; then run '" + c.Line("doctor") + "'"
+			}
+			return doctorHint(c)
+		})
 	}
 	gpus := append([]gpu.GPU(nil), r.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
