@@ -37,12 +37,11 @@ func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, State
 // next gives every 'mltrain <command>' in an error's hint or a progress
 // message the lab's non-default --project and --state-dir, right after
 // "mltrain", unless that command already names one. It remains only for
-// the hints still written as plain text: lab/'s own errors (state,
-// credentials, logs, workers, the GPU checks), datasets/food11, and the
-// Fix texts of internal/doctor and internal/gpu. verify's fix column, the
-// exercises' guide, records and hints, status's Next and up's and join's
-// hints are written by lab.Commands and no longer pass through it; new
-// code writes commands with lab.Commands, not for this pass.
+// the hints still written as plain text outside lab/: datasets/food11's,
+// the Fix texts of internal/doctor and internal/gpu, and engine.go's and
+// build.go's. lab/ writes every command it names with lab.Commands (its
+// own errors through Commands.Hint), and so does cmd elsewhere; new code
+// writes commands with lab.Commands, not for this pass.
 func (a *app) next(text string) string {
 	flags := a.labArgs()
 	if flags == "" || text == "" {
