@@ -28,6 +28,16 @@ type Commands struct {
 	Ran []string
 }
 
+// CommandsFor writes command lines for the lab of project kept in dir:
+// --state-dir is named only where dir is not the project's default.
+func CommandsFor(project string, dir StateDir) Commands {
+	c := Commands{Project: project}
+	if dir != "" && dir != DefaultStateDir(project) {
+		c.StateDir = dir.Path()
+	}
+	return c
+}
+
 // Line is the command line that runs words on this lab: the lab's flags
 // follow "mltrain", so every line acts on the same lab as the user's.
 func (c Commands) Line(words ...string) string {
@@ -66,6 +76,19 @@ func (c Commands) AgainWith(flag, value string) string {
 	return c.Line(ran...)
 }
 
+// nextError is an error of lab's own whose next step names mltrain
+// commands: Commands.Hint writes it once the user's command and lab are
+// known, so it carries their --project and --state-dir.
+type nextError struct {
+	error
+	next func(c Commands) string
+}
+
+func (e *nextError) Unwrap() error { return e.error }
+
+// withNext gives err a next step written by Commands.Hint.
+func withNext(err error, next func(c Commands) string) error { return &nextError{err, next} }
+
 // troubleshooter is a container failure that says how to look into it.
 type troubleshooter interface{ Troubleshoot() string }
 
@@ -77,6 +100,10 @@ func (c Commands) Hint(err error) string {
 	}
 	if h := clierr.Hint(err); h != "" {
 		return h
+	}
+	var ne *nextError
+	if errors.As(err, &ne) {
+		return ne.next(c)
 	}
 	var (
 		ts  troubleshooter

@@ -29,6 +29,12 @@ func TestCommandsLineCarriesTheLabsFlags(t *testing.T) {
 		Commands{Project: "lab2", Ran: []string{"join", "BUNDLE", "--workers", "2"}}.Again())
 }
 
+func TestCommandsForNameTheStateDirOnlyWhereItIsNotTheDefault(t *testing.T) {
+	assert.Equal(t, "mltrain --project lab2 status", CommandsFor("lab2", DefaultStateDir("lab2")).Line("status"))
+	assert.Equal(t, "mltrain status", CommandsFor(DefaultProject, "").Line("status"))
+	assert.Equal(t, `mltrain --project lab2 --state-dir "/srv/my labs/2" status`, CommandsFor("lab2", "/srv/my labs/2").Line("status"))
+}
+
 // A failure below lab/ names what went wrong; the next step names the
 // command the user ran, on the user's lab.
 func TestHintNamesTheCommandTheUserRan(t *testing.T) {

@@ -58,8 +58,8 @@ type run struct {
 	timeout     time.Duration // the readiness wait
 	stopTimeout time.Duration
 	noRollback  bool
-	command     string // the command the user ran, named in re-run notes
-	imageFlags  string // what replaces images a host cannot get
+	cmds        Commands // the user's lab and command, named in re-run notes
+	imageFlags  string   // what replaces images a host cannot get
 
 	facts   host.Facts
 	plan    Plan
@@ -145,7 +145,7 @@ func renderStep(ctx context.Context, r *run) (string, error) {
 
 // portsStep refuses, before anything starts, host ports that are taken.
 func portsStep(ctx context.Context, r *run) (string, error) {
-	if err := checkPortsFree(ctx, r.deps.Engine, r.project, r.plan.Ports); err != nil {
+	if err := checkPortsFree(ctx, r.deps.Engine, r.project, r.plan.Ports, r.cmds.Again()); err != nil {
 		return "", err
 	}
 	node := r.plan.Services()[0] // the head, or a joined host's first worker
@@ -168,7 +168,7 @@ func imagesStep(ctx context.Context, r *run) (string, error) {
 // dataStep comes after the images: a host that cannot have them is left
 // without a volume it did not ask for.
 func dataStep(ctx context.Context, r *run) (string, error) {
-	loaded, err := ensureDataVolume(ctx, r.deps.Engine, r.plan, r.deps.Reporter)
+	loaded, err := ensureDataVolume(ctx, r.deps.Engine, r.plan, r.deps.Reporter, r.cmds)
 	if err != nil {
 		return "", err
 	}
@@ -188,7 +188,7 @@ func applyStep(ctx context.Context, r *run) (string, error) {
 	if err := r.dir.SaveState(r.state); err != nil {
 		return "", err
 	}
-	ap, err := newApplier(ctx, r.deps.Engine, r.project, r.deps.Reporter, r.noRollback, r.command, &r.left)
+	ap, err := newApplier(ctx, r.deps.Engine, r.project, r.deps.Reporter, r.noRollback, r.cmds.Again(), &r.left)
 	if err != nil {
 		return "", err
 	}

@@ -135,7 +135,7 @@ func TestHardwareWithoutDriverIsAnErrorNotACPULab(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no driver bound")
 	assert.Contains(t, err.Error(), "not fall back to a CPU lab")
-	assert.Contains(t, clierr.Hint(err), "nvidia-driver-550")
+	assert.Contains(t, Commands{}.Hint(err), "nvidia-driver-550")
 }
 
 func TestBadInput(t *testing.T) {
@@ -320,7 +320,8 @@ func TestAMDWithoutRenderGroupIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "render group id is unknown")
 	assert.Contains(t, err.Error(), "/dev/dri/renderD128")
-	assert.Contains(t, clierr.Hint(err), "--render-gid")
+	assert.Contains(t, Commands{}.Hint(err), "mltrain render --render-gid GID")
+	assert.Contains(t, Commands{Project: "lab2"}.Hint(err), "mltrain --project lab2 render --render-gid GID", "the next step acts on the user's lab")
 	f.RenderGID = 109
 	p, err := NewPlan(f, Options{}, creds)
 	require.NoError(t, err)

@@ -6,8 +6,6 @@ import (
 	"net"
 	"strconv"
 	"time"
-
-	"github.com/mltrain/mltrain/internal/clierr"
 )
 
 // ErrNoLab matches (errors.Is) the error of reading a state dir that holds
@@ -96,8 +94,9 @@ func (d StateDir) State() (State, error) {
 	var s State
 	err := d.ReadJSON(StateFile, &s)
 	if isMissing(err) {
-		return State{}, clierr.WithHint(noLabError{d.File(StateFile)},
-			"run 'mltrain up' first (or pass --state-dir / --project of the lab you mean)")
+		return State{}, withNext(noLabError{d.File(StateFile)}, func(c Commands) string {
+			return "run '" + c.Line("up") + "' first (or pass --state-dir / --project of the lab you mean)"
+		})
 	}
 	if err != nil {
 		return State{}, d.unreadableState(err)
@@ -120,6 +119,7 @@ func (d StateDir) checkState() error {
 // read: never "missing", and the fix keeps the broken file for a look.
 func (d StateDir) unreadableState(err error) error {
 	path := d.File(StateFile)
-	return clierr.WithHint(fmt.Errorf("lab state %s cannot be used: %w", path, err),
-		fmt.Sprintf("restore it from a backup, or move it away ('mv %s %s.broken') and run 'mltrain up', which records the lab's plan anew (its containers and volumes are kept)", path, path))
+	return withNext(fmt.Errorf("lab state %s cannot be used: %w", path, err), func(c Commands) string {
+		return fmt.Sprintf("restore it from a backup, or move it away ('mv %s %s.broken') and run '%s', which records the lab's plan anew (its containers and volumes are kept)", path, path, c.Line("up"))
+	})
 }

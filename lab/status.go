@@ -56,8 +56,9 @@ type Status struct {
 	Joined *Joined `json:"joined,omitempty"`
 	// Remote are the Ray nodes of other hosts: joined hosts' workers on
 	// the lab's first host, the head on a second host.
-	Remote []RemoteNode `json:"remote_nodes,omitempty"`
-	nodeIP string       // this host's node address when the nodes span hosts
+	Remote   []RemoteNode `json:"remote_nodes,omitempty"`
+	nodeIP   string       // this host's node address when the nodes span hosts
+	commands Commands     // writes Next for this lab
 }
 
 // RemoteNode is a Ray node another host runs, as the head lists it.
@@ -91,7 +92,7 @@ func (p Plan) Services() []string {
 // the services planned, then asks Ray which nodes are alive (best effort: a
 // down Ray is reported, not an error).
 func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, project string) (Status, error) {
-	st := Status{Project: project}
+	st := Status{Project: project, commands: CommandsFor(project, stateDir)}
 	workers, err := st.readContainers(ctx, eng, project)
 	if err != nil {
 		return st, err
@@ -99,7 +100,7 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 	state, ok := st.readPlan(stateDir)
 	st.findNotRunning()
 	if !ok {
-		st.Ray = "unknown: no " + StateFile + " (run 'mltrain up')"
+		st.Ray = "unknown: no " + StateFile + " (run '" + st.commands.Line("up") + "')"
 		st.explain(workers, nil, false)
 		return st, nil
 	}
@@ -223,7 +224,7 @@ func (st *Status) readPlan(dir StateDir) (State, bool) {
 		}
 		st.Notes = append(st.Notes, fmt.Sprintf("%s plans %d service(s) with no container: %s%s",
 			st.PlanSource, len(st.Missing), strings.Join(st.Missing, ", "), why))
-		st.next("mltrain up")
+		st.next("up")
 	}
 	return s, true
 }
@@ -250,12 +251,12 @@ func (st *Status) explain(workers map[string]WorkerContainer, nodes []ray.Node, 
 			st.Notes = append(st.Notes, fmt.Sprintf("%s: container %s", w.Service, w.State))
 		case asked && w.RayState != rayAlive:
 			st.Notes = append(st.Notes, fmt.Sprintf("%s: container running, but Ray lists no ALIVE node at its address %s (%s)", w.Service, w.IP, w.RayState))
-			st.next("mltrain logs " + w.Service)
+			st.next("logs", w.Service)
 			continue
 		default:
 			continue
 		}
-		st.next(fmt.Sprintf("mltrain worker start %d", w.Index))
+		st.next("worker", "start", fmt.Sprint(w.Index))
 	}
 	if len(unpaired) > 0 {
 		var ips []string
@@ -292,7 +293,9 @@ func (st *Status) row(service string) *ServiceStatus {
 	return &ServiceStatus{}
 }
 
-func (st *Status) next(cmd string) {
+// next adds the command line that runs words on this lab to Next, once.
+func (st *Status) next(words ...string) {
+	cmd := st.commands.Line(words...)
 	for _, c := range st.Next {
 		if c == cmd {
 			return
@@ -309,6 +312,6 @@ func (st Status) MissingError() error {
 	if len(st.Missing) == 0 {
 		return nil
 	}
-	return clierr.Hintf("run 'mltrain up' to create them", "lab %q: %d planned service(s) have no container: %s (planned in %s): %w",
+	return clierr.Hintf("run '"+st.commands.Line("up")+"' to create them", "lab %q: %d planned service(s) have no container: %s (planned in %s): %w",
 		st.Project, len(st.Missing), strings.Join(st.Missing, ", "), st.PlanSource, ErrMissingServices)
 }

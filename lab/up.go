@@ -26,6 +26,9 @@ type UpOptions struct {
 	StopTimeout time.Duration
 	// Data, when set, loads the dataset volume while the images come.
 	Data *DataLoad
+	// Commands writes the commands notes and hints name: the user's lab and
+	// up as they ran it (empty Ran reads as up).
+	Commands Commands
 }
 
 // UpDeps are Up's ways to reach the world; tests replace Detect.
@@ -45,8 +48,8 @@ type UpDeps struct {
 // error hint says what it leaves behind.
 func Up(ctx context.Context, d UpDeps, o UpOptions) (Result, error) {
 	r := &run{deps: d, dir: o.StateDir, images: o.Images, timeout: o.Timeout, stopTimeout: o.StopTimeout,
-		noRollback: o.NoRollback, command: "mltrain up",
-		imageFlags: "give 'mltrain up' images this host already has: " + imageFlags()}
+		noRollback: o.NoRollback, cmds: o.Commands,
+		imageFlags: "give '" + o.Commands.Line("up") + "' images this host already has: " + imageFlags()}
 	return r.execute(ctx, upSteps(o))
 }
 

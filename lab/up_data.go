@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mltrain/mltrain/datasets/food11"
 )
@@ -29,7 +30,7 @@ func imagesAndDataStep(load *DataLoad) func(ctx context.Context, r *run) (string
 			o.CacheDir = r.dir.File("cache")
 		}
 		if o.Lock.Command == "" {
-			o.Lock.Command = r.command
+			o.Lock.Command = "mltrain " + strings.Join(r.cmds.Ran, " ")
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

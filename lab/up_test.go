@@ -173,7 +173,8 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	if m := regexp.MustCompile(`^(\d+) of (\d+) nodes ALIVE`).FindStringSubmatch(status.Ray); m != nil && m[1] == m[2] {
 		assert.Contains(t, status.Ray, "whose container is down", "never every node ALIVE without saying the stopped worker is down")
 	}
-	assert.Contains(t, status.Next, "mltrain worker start 1")
+	// Next acts on this lab: its state directory is not the project's default.
+	assert.Contains(t, status.Next, "mltrain --project "+s.project+" --state-dir "+lab.ShellWord(s.stateDir)+" worker start 1")
 	require.Eventually(t, func() bool {
 		st, err := lab.GetStatus(ctx, s.eng, lab.StateDir(s.stateDir), s.project)
 		return err == nil && workerState(st, 1) == "exited" && strings.HasPrefix(st.Ray, "2 of") && workerRayState(st, 1) != "ALIVE"

@@ -119,14 +119,16 @@ func FindWorker(ctx context.Context, eng docker.Engine, q WorkerQuery) (WorkerCo
 		}
 		return WorkerContainer{}, clierr.Hintf("pass --project to pick the lab", "%s matches several worker containers: %s", q, strings.Join(names, ", "))
 	case len(all) == 0:
-		return WorkerContainer{}, clierr.Hintf("run 'mltrain status' to see the lab's workers",
-			"no worker container (label %s=%s) found for %s", labels.Role, labels.RoleWorker, q)
+		return WorkerContainer{}, withNext(fmt.Errorf("no worker container (label %s=%s) found for %s", labels.Role, labels.RoleWorker, q),
+			func(c Commands) string { return "run '" + c.Line("status") + "' to see the lab's workers" })
 	case q.Index != nil:
-		return WorkerContainer{}, clierr.Hintf("run 'mltrain status' to see the workers",
-			"lab %q has no worker %d (workers: %s)", q.Project, *q.Index, strings.Join(seen, ", "))
+		return WorkerContainer{}, withNext(fmt.Errorf("lab %q has no worker %d (workers: %s)", q.Project, *q.Index, strings.Join(seen, ", ")),
+			func(c Commands) string { return "run '" + c.Line("status") + "' to see the workers" })
 	}
-	return WorkerContainer{}, clierr.Hintf("run 'mltrain status'; is RAY_ADDRESS pointing at this host's lab?",
-		"no worker container has Ray node %s's address; workers seen: %s", q.IP, strings.Join(seen, "; "))
+	return WorkerContainer{}, withNext(fmt.Errorf("no worker container has Ray node %s's address; workers seen: %s", q.IP, strings.Join(seen, "; ")),
+		func(c Commands) string {
+			return "run '" + c.Line("status") + "'; is RAY_ADDRESS pointing at this host's lab?"
+		})
 }
 
 // StopWorker stops worker index gracefully (the fault-tolerance exercise's

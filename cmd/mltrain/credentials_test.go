@@ -40,8 +40,10 @@ func TestMissingCredentialsAreNeverMinted(t *testing.T) {
 			require.Error(t, err)
 			assert.NotEqual(t, 0, clierr.Code(err))
 			assert.Contains(t, err.Error(), dir.File(lab.CredentialsFile), "names the missing file")
-			assert.Contains(t, clierr.Hint(err), "mltrain up")
-			assert.Contains(t, clierr.Hint(err), "mltrain down --volumes")
+			// The next steps act on this lab: its --project and --state-dir ride along.
+			line := "mltrain --project gone --state-dir " + dir.Path()
+			assert.Contains(t, clierr.Hint(err), "run '"+line+" up'")
+			assert.Contains(t, clierr.Hint(err), "'"+line+" down --volumes'")
 			_, statErr := os.Stat(dir.File(lab.CredentialsFile))
 			assert.True(t, os.IsNotExist(statErr), "no new credentials.json appears")
 		})

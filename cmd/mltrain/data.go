@@ -20,7 +20,7 @@ func (a *app) dataCmd() *cobra.Command {
 		Short: "Prepare dataset volumes (food11)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return clierr.WithCode(clierr.WithHint(fmt.Errorf("name a dataset"), "mltrain data food11"), clierr.ExitUsage)
+			return clierr.WithCode(clierr.WithHint(fmt.Errorf("name a dataset"), a.lab().Line("data", "food11")), clierr.ExitUsage)
 		},
 	}
 	var o food11.Options

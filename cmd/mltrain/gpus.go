@@ -62,7 +62,7 @@ func printGPUs(a *app, rep gpu.Report) error {
 		for _, p := range rep.Problems {
 			fmt.Fprintf(a.out, "  %s: %s\n    fix: %s\n", p.Code, p.Message, p.Fix)
 		}
-		fmt.Fprintln(a.out, "\nRun 'mltrain doctor' for the full readiness check.")
+		fmt.Fprintf(a.out, "\nRun '%s' for the full readiness check.\n", a.lab().Line("doctor"))
 	}
 	return nil
 }

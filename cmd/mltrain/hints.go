@@ -34,13 +34,14 @@ func (a *app) labArgs() string {
 // lab writes the command lines of next steps on this command's lab.
 func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
 
-// next gives every 'mltrain <command>' in lab/'s prose the lab's
-// non-default --project and --state-dir, right after "mltrain", unless that
-// command already names one. It remains for the prose lab/ still writes as
-// plain text (verify's fix column, the exercises' guide and records,
-// status's Next, lab/'s own hints); next steps for errors from below lab/
-// and cmd's own lines are built by lab.Commands and pass through unchanged.
-// New code writes commands with lab.Commands, not for this pass.
+// next gives every 'mltrain <command>' in an error's hint or a progress
+// message the lab's non-default --project and --state-dir, right after
+// "mltrain", unless that command already names one. It remains only for
+// the hints still written as plain text outside lab/: datasets/food11's,
+// the Fix texts of internal/doctor and internal/gpu, and engine.go's and
+// build.go's. lab/ writes every command it names with lab.Commands (its
+// own errors through Commands.Hint), and so does cmd elsewhere; new code
+// writes commands with lab.Commands, not for this pass.
 func (a *app) next(text string) string {
 	flags := a.labArgs()
 	if flags == "" || text == "" {

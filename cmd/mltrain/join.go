@@ -90,6 +90,7 @@ compose.yaml and starts nothing.`,
 		}
 		o.Bundle, o.Join.Project, o.Timeout = b, a.project, timeout
 		o.StateDir = a.StateDir()
+		o.Commands = a.commands(cmd, args)
 		if out != "" {
 			if !o.RenderOnly {
 				return clierr.WithCode(clierr.Hintf("add --render-only, or drop --out", "--out writes files only with --render-only"), clierr.ExitUsage)

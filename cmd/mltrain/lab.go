@@ -58,14 +58,14 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			name := args[0]
 			if name == labGuide {
 				if a.json {
-					return printJSON(a.out, exercise.Specs())
+					return printJSON(a.out, exercise.Specs(a.lab()))
 				}
-				_, err := fmt.Fprint(a.out, a.next(exercise.Guide(labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress)))))
+				_, err := fmt.Fprint(a.out, exercise.Guide(a.lab(), labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))))
 				return err
 			}
 			ex, ok := exercise.Lookup(name)
 			if !ok && name != labAll {
-				return clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
+				return clierr.WithCode(clierr.Hintf("run '"+a.lab().Line("lab", labGuide)+"' to see the exercises",
 					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitUsage)
 			}
 			needEngine := ex.NeedsEngine
@@ -136,7 +136,7 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 		if i > 0 {
 			fmt.Fprintln(a.out)
 		}
-		fmt.Fprint(a.out, a.next(r.Text()))
+		fmt.Fprint(a.out, r.Text())
 	}
 	return err
 }
@@ -147,7 +147,7 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 // replaces only the client it names.
 func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
 	dir := a.StateDir()
-	env := exercise.Env{Project: a.project, StateDir: dir, Workspace: c.workspace}
+	env := exercise.Env{Project: a.project, StateDir: dir, Workspace: c.workspace, Commands: a.lab()}
 	var lc lab.Clients
 	if _, err := os.Stat(dir.File(lab.StateFile)); err == nil {
 		// The lab is here: its credentials must be too (never minted anew).

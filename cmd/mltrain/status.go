@@ -48,7 +48,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 				return err
 			}
 			if len(st.Next) > 0 {
-				fmt.Fprint(a.out, a.next("Next: "+strings.Join(st.Next, "; ")+"\n"))
+				fmt.Fprint(a.out, "Next: "+strings.Join(st.Next, "; ")+"\n")
 			}
 			return nil
 		},

@@ -158,7 +158,7 @@ func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
 	assert.Contains(t, err.Error(), "2 planned service(s) have no container: ray-worker-0, ray-worker-1")
 	assert.Contains(t, err.Error(), "(planned in state.json)")
 	assert.Contains(t, out, "(an up that did not finish)")
-	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Contains(t, clierr.Hint(err), "--state-dir "+lab.ShellWord(s.dir.Path())+" up", "the hint acts on this lab")
 	assert.Regexp(t, `ray-worker-0 +- +missing`, out)
 	assert.Contains(t, out, "minio")
 

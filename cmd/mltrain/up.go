@@ -77,7 +77,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
 		}, lab.UpOptions{
 			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
-			Timeout: timeout, NoRollback: noRollback, Data: load,
+			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil),
 		})
 		done()
 		if err != nil {

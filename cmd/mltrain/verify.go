@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +37,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 			if err != nil && a.json && !printed {
 				// --json always prints JSON: tools ('mltrain fleet verify')
 				// parse stdout; an object says why there is no report.
-				f := verify.NewFailure(err, a.next(clierr.Hint(err)))
+				f := verify.NewFailure(err, a.next(a.commands(cmd, nil).Hint(err)))
 				f.Project = a.project
 				if perr := printJSON(a.out, f); perr != nil {
 					return perr
@@ -82,17 +81,11 @@ func (a *app) verify(cmd *cobra.Command, o verifyRun) (printed bool, err error) 
 	if err != nil {
 		return false, err
 	}
-	rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: o.timeout, DataFull: o.dataFull})
-	for i := range rep.Checks {
-		rep.Checks[i].Fix = a.next(rep.Checks[i].Fix)
-	}
+	rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: o.timeout, DataFull: o.dataFull, Commands: a.lab()})
 	if a.json {
 		err = printJSON(a.out, rep)
 	} else {
-		var b strings.Builder // its verdict names 'mltrain verify'
-		if err = verify.WriteTable(&b, rep, isTerminal(a.out)); err == nil {
-			_, err = fmt.Fprint(a.out, a.next(b.String()))
-		}
+		err = verify.WriteTable(a.out, rep, isTerminal(a.out))
 	}
 	if err != nil {
 		return false, err

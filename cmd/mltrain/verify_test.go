@@ -33,14 +33,14 @@ func TestVerifyRejectsAnUnknownGroup(t *testing.T) {
 
 func TestVerifyWithoutALab(t *testing.T) {
 	dockertest.Engine(t)
-	_, err := runErr(t, "verify", "--state-dir", t.TempDir())
+	dir := t.TempDir()
+	_, err := runErr(t, "verify", "--state-dir", dir)
 	require.Error(t, err)
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.Contains(t, err.Error(), "no lab state")
-	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Contains(t, clierr.Hint(err), "run 'mltrain --state-dir "+dir+" up' first", "the next step acts on this lab")
 
 	// --json prints JSON even then, saying there is no lab.
-	dir := t.TempDir()
 	out, err := runErr(t, "verify", "--json", "--state-dir", dir)
 	require.Error(t, err)
 	var f verify.Failure

@@ -27,13 +27,13 @@ it is healthy and has rejoined the cluster.`,
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		n, err := strconv.Atoi(args[1])
 		if err != nil || n < 0 {
-			return clierr.WithCode(clierr.Hintf("e.g. 'mltrain worker stop 1'", "worker index %q is not a number >= 0", args[1]), clierr.ExitUsage)
+			return clierr.WithCode(clierr.Hintf("e.g. '"+a.lab().Line("worker", "stop", "1")+"'", "worker index %q is not a number >= 0", args[1]), clierr.ExitUsage)
 		}
 		action := map[string]func(context.Context, docker.Engine, string, int) (string, error){
 			"stop": lab.StopWorker, "start": lab.StartWorker,
 		}[args[0]]
 		if action == nil {
-			return clierr.WithCode(clierr.Hintf("use 'mltrain worker stop N' or 'mltrain worker start N'", "unknown worker action %q", args[0]), clierr.ExitUsage)
+			return clierr.WithCode(clierr.Hintf("use '"+a.lab().Line("worker", "stop", "N")+"' or '"+a.lab().Line("worker", "start", "N")+"'", "unknown worker action %q", args[0]), clierr.ExitUsage)
 		}
 		eng, err := a.connect(cmd.Context())
 		if err != nil {

@@ -12,28 +12,59 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 )
 
-// CompareVersions compares the Ray and Python versions an image's labels
-// declare (labels.ImageRayVersion, LabelPythonVersion) between a worker
-// image and the Jupyter image, and returns one warning per mismatch or
-// missing label. Ray rejects a driver whose Ray or Python version differs
-// from the cluster's, so a mismatch breaks jobs started from Jupyter.
-func CompareVersions(workerRef string, worker docker.Image, jupyterRef string, jupyter docker.Image) []string {
-	var out []string
-	for _, l := range []struct{ label, what string }{
-		{labels.ImageRayVersion, "Ray"},
-		{labels.ImagePythonVersion, "Python"},
+// Versions are the Ray and Python versions an image's labels declare
+// (labels.ImageRayVersion, labels.ImagePythonVersion); "" where a label is
+// missing.
+type Versions struct{ Ray, Python string }
+
+// LabelledVersions reads the versions img's labels declare.
+func LabelledVersions(img docker.Image) Versions {
+	return Versions{Ray: img.Labels[labels.ImageRayVersion], Python: img.Labels[labels.ImagePythonVersion]}
+}
+
+// VersionMismatch is one version an image declares that is not the one
+// wanted, or that one side leaves unsaid (Got or Want is "").
+type VersionMismatch struct {
+	What  string // "Ray" or "Python"
+	Label string // the image label that declares it
+	Got   string // the image's
+	Want  string // the one it is held against
+}
+
+// CompareVersions holds the versions img's labels declare against want.
+// Ray refuses a node or driver whose Ray or Python differs from the
+// cluster's, so each caller words what a mismatch breaks for it.
+func CompareVersions(img docker.Image, want Versions) []VersionMismatch {
+	got := LabelledVersions(img)
+	var out []VersionMismatch
+	for _, c := range []VersionMismatch{
+		{What: "Ray", Label: labels.ImageRayVersion, Got: got.Ray, Want: want.Ray},
+		{What: "Python", Label: labels.ImagePythonVersion, Got: got.Python, Want: want.Python},
 	} {
-		w, j := worker.Labels[l.label], jupyter.Labels[l.label]
+		if c.Got == "" || c.Want == "" || c.Got != c.Want {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// compareWithJupyter warns, one line per mismatch or missing label, where a
+// worker image and the Jupyter image declare different Ray or Python
+// versions: Ray rejects a driver whose versions differ from the cluster's,
+// so a mismatch breaks jobs started from Jupyter.
+func compareWithJupyter(workerRef string, worker docker.Image, jupyterRef string, jupyter docker.Image) []string {
+	var out []string
+	for _, m := range CompareVersions(worker, LabelledVersions(jupyter)) {
 		switch {
-		case w == "" || j == "":
+		case m.Got == "" || m.Want == "":
 			missing := workerRef
-			if w != "" {
+			if m.Got != "" {
 				missing = jupyterRef
 			}
-			out = append(out, fmt.Sprintf("cannot compare %s versions: image %s has no %s label (not built by mltrain?)", l.what, missing, l.label))
-		case w != j:
+			out = append(out, fmt.Sprintf("cannot compare %s versions: image %s has no %s label (not built by mltrain?)", m.What, missing, m.Label))
+		default:
 			out = append(out, fmt.Sprintf("%s versions differ: worker image %s has %s %s, Jupyter image %s has %s %s; "+
-				"jobs and ray.init from Jupyter may fail: rebuild both images", l.what, workerRef, l.what, w, jupyterRef, l.what, j))
+				"jobs and ray.init from Jupyter may fail: rebuild both images", m.What, workerRef, m.What, m.Got, jupyterRef, m.What, m.Want))
 		}
 	}
 	return out
@@ -110,7 +141,7 @@ func checkRequest(ctx context.Context, eng docker.Engine, req Request) []string 
 			if err != nil {
 				out = append(out, fmt.Sprintf("cannot check versions of %s: %v", jupyter.Ref, err))
 			} else {
-				out = append(out, CompareVersions(w.Ref, img, jupyter.Ref, j)...)
+				out = append(out, compareWithJupyter(w.Ref, img, jupyter.Ref, j)...)
 			}
 		}
 		for _, p := range req.Pull {

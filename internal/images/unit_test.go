@@ -245,14 +245,18 @@ func TestVersionChecks(t *testing.T) {
 	lab := func(ray, py string) docker.Image {
 		return docker.Image{Labels: map[string]string{labels.ImageRayVersion: ray, labels.ImagePythonVersion: py}}
 	}
-	assert.Empty(t, CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.54.0", "3.12")))
-	w := CompareVersions("w", lab("2.54.0", "3.12"), "j", lab("2.53.0", "3.11"))
+	assert.Empty(t, compareWithJupyter("w", lab("2.54.0", "3.12"), "j", lab("2.54.0", "3.12")))
+	w := compareWithJupyter("w", lab("2.54.0", "3.12"), "j", lab("2.53.0", "3.11"))
 	require.Len(t, w, 2)
 	assert.Contains(t, w[0], "Ray versions differ: worker image w has Ray 2.54.0, Jupyter image j has Ray 2.53.0")
 	assert.Contains(t, w[1], "Python 3.11")
-	w = CompareVersions("w", lab("2.54.0", "3.12"), "j", docker.Image{})
+	w = compareWithJupyter("w", lab("2.54.0", "3.12"), "j", docker.Image{})
 	require.Len(t, w, 2)
 	assert.Contains(t, w[0], "image j has no mltrain.ray.version label")
+	assert.Equal(t, []VersionMismatch{{What: "Python", Label: labels.ImagePythonVersion, Got: "3.12", Want: "3.11"}},
+		CompareVersions(lab("2.54.0", "3.12"), Versions{Ray: "2.54.0", Python: "3.11"}), "one typed mismatch, the matching Ray left out")
+	assert.Equal(t, []VersionMismatch{{What: "Ray", Label: labels.ImageRayVersion, Want: "2.54.0"}},
+		CompareVersions(docker.Image{Labels: map[string]string{labels.ImagePythonVersion: "3.12"}}, Versions{Ray: "2.54.0", Python: "3.12"}), "a missing label is a mismatch with Got empty")
 
 	for ref, want := range map[string][2]string{
 		"rayproject/ray:2.54.0":                     {"2.54.0", "3.10"},

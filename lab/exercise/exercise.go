@@ -34,6 +34,9 @@ type Env struct {
 	JobEnv   map[string]string
 	Reporter progress.Reporter
 	Now      func() time.Time
+	// Commands writes the command lines hints name, for the lab the user
+	// chose (its --project and --state-dir).
+	Commands lab.Commands
 }
 
 // Options are the exercise flags.
@@ -88,11 +91,11 @@ var ErrNotObserved = errors.New("expected behaviour not observed")
 func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 	ex, ok := Lookup(name)
 	if !ok {
-		return Record{}, clierr.WithCode(clierr.Hintf("run 'mltrain lab guide' to see the exercises",
+		return Record{}, clierr.WithCode(clierr.Hintf("run '"+env.Commands.Line("lab", "guide")+"' to see the exercises",
 			"unknown exercise %q (exercises: %s, all, guide)", name, strings.Join(Names(), ", ")), clierr.ExitUsage)
 	}
 	if env.Ray == nil {
-		return Record{}, clierr.Hintf("set RAY_ADDRESS or run 'mltrain up'", "exercise %s: no Ray dashboard to talk to", name)
+		return Record{}, clierr.Hintf("set RAY_ADDRESS or run '"+env.Commands.Line("up")+"'", "exercise %s: no Ray dashboard to talk to", name)
 	}
 	if env.Now == nil {
 		env.Now = time.Now
@@ -149,7 +152,7 @@ func All(ctx context.Context, env Env, o Options) ([]Record, error) {
 		}
 	}
 	if len(failed) > 0 {
-		return recs, clierr.Hintf("run the failed exercises one by one: mltrain lab "+failed[0],
+		return recs, clierr.Hintf("run the failed exercises one by one: "+env.Commands.Line("lab", failed[0]),
 			"%d of %d exercises did not behave as expected: %s: %w", len(failed), len(names), strings.Join(failed, ", "), ErrNotObserved)
 	}
 	return recs, nil

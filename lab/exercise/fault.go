@@ -68,11 +68,11 @@ func runFault(ctx context.Context, r *runner) error {
 
 func faultNeeds(r *runner) error {
 	if r.env.Engine == nil {
-		return clierr.Hintf("run 'mltrain lab fault' on the lab's host, where Docker is reachable",
+		return clierr.Hintf("run '"+r.env.Commands.Line("lab", "fault")+"' on the lab's host, where Docker is reachable",
 			"the fault exercise stops a worker container: it needs the Docker engine")
 	}
 	if r.env.Store == nil {
-		return clierr.Hintf("pass --minio-endpoint and set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run 'mltrain up'",
+		return clierr.Hintf("pass --minio-endpoint and set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run '"+r.env.Commands.Line("up")+"'",
 			"the fault exercise watches checkpoints in MinIO: no MinIO configured")
 	}
 	return nil
@@ -134,7 +134,7 @@ func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, err
 	// address, and Ray attaches a driver to any of their raylets (train.py
 	// says which); that node's stop ends the driver too.
 	if driver.NodeID != "" && driver.NodeID == worker.NodeID {
-		return c, clierr.Hintf("run 'mltrain lab fault' again: Ray places the training on a free GPU, which may be another worker's",
+		return c, clierr.Hintf("run '"+r.env.Commands.Line("lab", "fault")+"' again: Ray places the training on a free GPU, which may be another worker's",
 			"job %s's driver is attached to the raylet of %s (%s), the node that trains (Ray hands a driver any node at its address, and on the host network the head shares this host's): stopping it would end the job, not show fault tolerance", id, c.Name, worker.NodeIP)
 	}
 	r.say("training runs on %s (%s)", c.Name, worker.NodeIP)
@@ -152,7 +152,7 @@ func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
 		cp, ok := stopPoint(events)
 		if !ok {
 			if n := len(EventsOf(events, "epoch")); n >= 3 && len(EventsOf(events, "checkpoint")) == 0 {
-				return false, clierr.Hintf("remove "+r.trainPy()+" to get the current copy (mltrain writes it again), then run 'mltrain lab fault' again",
+				return false, clierr.Hintf("remove "+r.trainPy()+" to get the current copy (mltrain writes it again), then run '"+r.env.Commands.Line("lab", "fault")+"' again",
 					"%d epochs ended and train.py printed no \"checkpoint\" event: %s is an older copy that does not say when Ray Train has registered a checkpoint, so no worker was stopped",
 					n, r.trainPy())
 			}
@@ -194,7 +194,7 @@ func (f *faultRun) stop(ctx context.Context, c lab.WorkerContainer) (func(), err
 			defer cancel()
 			if err := r.env.Engine.ContainerStart(sctx, c.ID); err != nil {
 				f.obs.RestartError = err.Error()
-				r.problem("could not start %s again: %v (run 'mltrain worker start')", c.Name, err)
+				r.problem("could not start %s again: %v (run '%s')", c.Name, err, r.env.Commands.Line("worker", "start"))
 				return
 			}
 			d, err := r.env.Engine.ContainerInspect(sctx, c.ID)

@@ -3,6 +3,8 @@ package exercise
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mltrain/mltrain/lab"
 )
 
 // Spec describes an exercise to the student: what the lesson teaches, what
@@ -17,18 +19,19 @@ type Spec struct {
 	ByHand   string   `json:"by_hand"` // the same thing with the Ray CLI, from Jupyter
 }
 
-// Guide is the whole guided lab as text, for `mltrain lab guide`.
-func Guide(dashboard string) string {
+// Guide is the whole guided lab as text, for `mltrain lab guide`; the
+// commands it names are c's, so they act on the lab the user chose.
+func Guide(c lab.Commands, dashboard string) string {
 	if dashboard == "" {
-		dashboard = "the Ray dashboard (mltrain status shows its URL)"
+		dashboard = "the Ray dashboard (" + c.Line("status") + " shows its URL)"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "The mltrain Ray lab: %s exercises. Run each with `mltrain lab <name>`, or by hand from a\n", count(len(registry)))
+	fmt.Fprintf(&b, "The mltrain Ray lab: %s exercises. Run each with `%s <name>`, or by hand from a\n", count(len(registry)), c.Line("lab"))
 	b.WriteString("Jupyter terminal in the workspace (RAY_ADDRESS and RAY_AUTH_TOKEN are set there).\n")
 	fmt.Fprintf(&b, "Keep %s open while they run.\n", dashboard)
-	b.WriteString("Add --quick for a rehearsal of a few batches per epoch; `mltrain lab all --quick` runs them all.\n")
-	for i, s := range Specs() {
-		fmt.Fprintf(&b, "\n%d. %s  (mltrain lab %s)\n", i+1, s.Title, s.Name)
+	fmt.Fprintf(&b, "Add --quick for a rehearsal of a few batches per epoch; `%s` runs them all.\n", c.Line("lab", "all", "--quick"))
+	for i, s := range Specs(c) {
+		fmt.Fprintf(&b, "\n%d. %s  (%s)\n", i+1, s.Title, c.Line("lab", s.Name))
 		fmt.Fprintf(&b, "   Why: %s\n", s.Lesson)
 		fmt.Fprintf(&b, "   Expect: %s\n", s.Expected)
 		for _, l := range s.Look {
@@ -36,7 +39,7 @@ func Guide(dashboard string) string {
 		}
 		fmt.Fprintf(&b, "   By hand: %s\n", s.ByHand)
 	}
-	b.WriteString("\nAfterwards `mltrain verify` checks every step from the records the exercises left.\n")
+	fmt.Fprintf(&b, "\nAfterwards `%s` checks every step from the records the exercises left.\n", c.Line("verify"))
 	return b.String()
 }
 

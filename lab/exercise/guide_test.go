@@ -1,18 +1,34 @@
 package exercise_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
 func TestGuideAndText(t *testing.T) {
-	g := exercise.Guide("http://h:8265")
+	g := exercise.Guide(lab.Commands{}, "http://h:8265")
 	for _, n := range exercise.Names() {
 		assert.Contains(t, g, "mltrain lab "+n)
 	}
+	assert.Contains(t, g, "By hand: ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; "+
+		"while it trains: mltrain worker stop N; afterwards: mltrain worker start N\n")
+
+	// Another lab's guide names commands that act on that lab.
+	other := exercise.Guide(lab.Commands{Project: "lab2", StateDir: "/srv/my labs/2"}, "")
+	const flags = `mltrain --project lab2 --state-dir "/srv/my labs/2" `
+	for _, n := range exercise.Names() {
+		assert.Contains(t, other, "("+flags+"lab "+n+")")
+	}
+	for _, want := range []string{"the Ray dashboard (" + flags + "status shows its URL)", "`" + flags + "lab <name>`",
+		"`" + flags + "lab all --quick`", "`" + flags + "verify`", "while it trains: " + flags + "worker stop N; afterwards: " + flags + "worker start N"} {
+		assert.Contains(t, other, want)
+	}
+	assert.NotRegexp(t, "mltrain (lab|worker|status|verify)", strings.ReplaceAll(other, flags, ""), "every command names the lab")
 	rec := exercise.Record{Exercise: "submit", OK: false, Problems: []string{"p1"}, Numbers: []exercise.Number{{Name: "job duration", Value: 12, Unit: "s"}}}
 	txt := rec.Text()
 	assert.Contains(t, txt, "NOT OBSERVED")

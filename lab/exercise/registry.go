@@ -3,6 +3,8 @@ package exercise
 import (
 	"context"
 	"slices"
+
+	"github.com/mltrain/mltrain/lab"
 )
 
 // Exercise is one exercise of the lab, the one place it is defined: what the
@@ -19,6 +21,9 @@ type Exercise struct {
 	NeedsEngine bool
 	run         func(context.Context, *runner) error
 	judge       func(Record) []string
+	// byHand writes Spec.ByHand where it names mltrain commands, which
+	// must carry the lab's flags.
+	byHand func(lab.Commands) string
 }
 
 // Judge is the verdict on an exercise's record: the ways what was observed
@@ -84,7 +89,10 @@ var registry = []Exercise{
 			Look: []string{"Jobs tab: the job's log shows MLTRAIN_EVENT checkpoint lines, the worker failure, then MLTRAIN_EVENT resume with the checkpoint",
 				"Cluster tab: the stopped worker's node stays ALIVE until Ray's health checks give up on it (15 s to about a minute), then DEAD; ALIVE again after the restart",
 				"MinIO console: bucket ray, the run's checkpoint_* folders"},
-			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: mltrain worker stop N; afterwards: mltrain worker start N",
+		},
+		byHand: func(c lab.Commands) string {
+			return "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: " +
+				c.Line("worker", "stop", "N") + "; afterwards: " + c.Line("worker", "start", "N")
 		},
 		Proves:      "training resumed from a registered MinIO checkpoint after a worker stop",
 		NeedsEngine: true,
@@ -126,11 +134,15 @@ func Names() []string {
 	return out
 }
 
-// Specs are the exercises' specs in order (the guide, and `lab guide --json`).
-func Specs() []Spec {
+// Specs are the exercises' specs in order (the guide, and `lab guide
+// --json`), their commands written by c.
+func Specs(c lab.Commands) []Spec {
 	out := make([]Spec, len(registry))
 	for i, e := range registry {
 		out[i] = e.Spec
+		if e.byHand != nil {
+			out[i].ByHand = e.byHand(c)
+		}
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func (r *runner) problem(format string, args ...any) {
 }
 
 func (r *runner) notObserved() error {
-	return clierr.Hintf("read the record with 'mltrain lab "+r.rec.Exercise+" --json' and the job logs in the dashboard",
+	return clierr.Hintf("read the record with '"+r.env.Commands.Line("lab", r.rec.Exercise, "--json")+"' and the job logs in the dashboard",
 		"exercise %s: %w: %s", r.rec.Exercise, ErrNotObserved, strings.Join(r.rec.Problems, "; "))
 }
 

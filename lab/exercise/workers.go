@@ -28,8 +28,8 @@ func (r *runner) workerOfNode(ctx context.Context, nodeID, ip string) (lab.Worke
 				continue
 			}
 			if n.NodeIP != r.env.NodeIP {
-				return lab.WorkerContainer{}, clierr.Hintf("run 'mltrain lab fault' again: Ray places training on any worker, and when it lands on one of this host's, this host stops it",
-					"training runs on node %s at %s, a host that joined the lab: 'mltrain lab fault' stops only the workers this host's Docker engine runs", n.NodeID, n.NodeIP)
+				return lab.WorkerContainer{}, clierr.Hintf("run '"+r.env.Commands.Line("lab", "fault")+"' again: Ray places training on any worker, and when it lands on one of this host's, this host stops it",
+					"training runs on node %s at %s, a host that joined the lab: '%s' stops only the workers this host's Docker engine runs", n.NodeID, n.NodeIP, r.env.Commands.Line("lab", "fault"))
 			}
 			if idx, ok := lab.WorkerIndexOf(n.Labels[labels.RayNodeService]); ok {
 				return lab.FindWorker(ctx, r.env.Engine, lab.WorkerQuery{Project: r.env.Project, Index: &idx})

@@ -49,23 +49,23 @@ func (e *env) readContainers(ctx context.Context) (map[string]docker.ContainerDe
 }
 
 // startFix is how to get a service running again.
-func startFix(p lab.Plan, svc string) string {
-	for _, w := range p.Workers {
+func (e *env) startFix(svc string) string {
+	for _, w := range e.plan.Workers {
 		if w.Service == svc {
-			return fmt.Sprintf("mltrain worker start %d", w.Index)
+			return e.cmd("worker", "start", fmt.Sprint(w.Index))
 		}
 	}
-	return "mltrain up"
+	return e.cmd("up")
 }
 
 func checkContainer(e *env, svc string) outcome {
 	cs, err := e.containers()
 	if err != nil {
-		return failErr(err, "mltrain doctor")
+		return failErr(err, e.cmd("doctor"))
 	}
 	d, ok := cs[svc]
 	if !ok {
-		return fail("mltrain up", "lab %q has no %s container", e.d.State.Project, svc)
+		return fail(e.cmd("up"), "lab %q has no %s container", e.d.State.Project, svc)
 	}
 	switch {
 	case !d.Running:
@@ -76,11 +76,11 @@ func checkContainer(e *env, svc string) outcome {
 		if d.OOMKilled {
 			why += " (killed: out of memory)"
 		}
-		return fail(startFix(e.plan, svc)+" (logs: 'mltrain logs "+svc+"')", "container %s is %s", d.Name, why)
+		return fail(e.startFix(svc)+" (logs: '"+e.cmd("logs", svc)+"')", "container %s is %s", d.Name, why)
 	case d.Health == "unhealthy":
-		return fail("mltrain logs "+svc+", then mltrain up", "container %s is running but its healthcheck fails (unhealthy)", d.Name)
+		return fail(e.cmd("logs", svc)+", then "+e.cmd("up"), "container %s is running but its healthcheck fails (unhealthy)", d.Name)
 	case d.Health == "starting":
-		return fail("wait until 'mltrain status' shows it healthy, then run 'mltrain verify' again",
+		return fail("wait until '"+e.cmd("status")+"' shows it healthy, then run '"+e.cmd("verify")+"' again",
 			"container %s is running but not healthy yet (health: starting)", d.Name)
 	}
 	health := d.Health

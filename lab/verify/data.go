@@ -30,7 +30,7 @@ func splitCounts(c food11.Counts) string {
 
 func checkData(ctx context.Context, e *env) outcome {
 	vol := e.dataVolume()
-	load := "mltrain data food11 --volume " + vol
+	load := e.cmd("data", "food11", "--volume", vol)
 	if e.o.DataFull {
 		if e.d.DataVerify == nil {
 			return fail("report this as an mltrain bug", "no dataset verification configured")
@@ -75,6 +75,6 @@ func checkData(ctx context.Context, e *env) outcome {
 	if len(sha) > 12 {
 		sha = sha[:12]
 	}
-	return pass("volume %s manifest: %d images (%s), %d classes in every split; loaded %s from %s (sha256 %s…); 'mltrain verify --data-full' counts the files",
-		vol, m.Files, splitCounts(m.Counts), food11.NumClasses, m.LoadedAt.Format("2006-01-02"), src, sha)
+	return pass("volume %s manifest: %d images (%s), %d classes in every split; loaded %s from %s (sha256 %s…); '%s' counts the files",
+		vol, m.Files, splitCounts(m.Counts), food11.NumClasses, m.LoadedAt.Format("2006-01-02"), src, sha, e.cmd("verify", "--data-full"))
 }

@@ -29,7 +29,7 @@ var liveChecks = map[string]func(context.Context, *env, exercise.Record) outcome
 	"fractional": liveFractional, "fault": liveFault, "tune": liveTune,
 }
 
-func labFix(name string) string { return "mltrain lab " + name }
+func (e *env) labFix(name string) string { return e.cmd("lab", name) }
 
 // checkExercise reads the exercise's record; a missing or failed one fails
 // with the command that runs the exercise, and so does one the exercise's
@@ -38,7 +38,7 @@ func checkExercise(ctx context.Context, e *env, ex exercise.Exercise) outcome {
 	name := ex.Name
 	recs, err := e.records()
 	if err != nil {
-		return failErr(err, labFix(name))
+		return failErr(err, e.labFix(name))
 	}
 	rec, ok := recs[name]
 	if !ok {
@@ -46,17 +46,17 @@ func checkExercise(ctx context.Context, e *env, ex exercise.Exercise) outcome {
 		if e.d.StateDir != "" {
 			where = e.d.StateDir.File(lab.RecordFile(name))
 		}
-		return fail(labFix(name), "exercise %s has not been run on this lab (no record at %s)", name, where)
+		return fail(e.labFix(name), "exercise %s has not been run on this lab (no record at %s)", name, where)
 	}
 	if !rec.OK {
 		why := rec.Error
 		if len(rec.Problems) > 0 {
 			why = strings.Join(rec.Problems, "; ")
 		}
-		return fail(labFix(name), "exercise %s ran %s but did not behave as expected: %s", name, when(rec.Finished), firstLine(why))
+		return fail(e.labFix(name), "exercise %s ran %s but did not behave as expected: %s", name, when(rec.Finished), firstLine(why))
 	}
 	if problems := ex.Judge(rec); len(problems) > 0 {
-		return fail(labFix(name), "%s", strings.Join(problems, "; "))
+		return fail(e.labFix(name), "%s", strings.Join(problems, "; "))
 	}
 	live, ok := liveChecks[name]
 	if !ok {
@@ -76,12 +76,12 @@ func when(t time.Time) string {
 func rayJob(e *env, name string, jr exercise.JobRun) (ray.Job, *outcome) {
 	jobs, err := e.jobs()
 	if err != nil {
-		o := failErr(err, "mltrain status")
+		o := failErr(err, e.cmd("status"))
 		return ray.Job{}, &o
 	}
 	j, ok := jobs[jr.SubmissionID]
 	if !ok {
-		o := fail(labFix(name), "job %s (recorded by exercise %s) is not in Ray's job history: the head was restarted since, or the record is from another lab",
+		o := fail(e.labFix(name), "job %s (recorded by exercise %s) is not in Ray's job history: the head was restarted since, or the record is from another lab",
 			jr.SubmissionID, name)
 		return ray.Job{}, &o
 	}
@@ -95,7 +95,7 @@ func succeeded(e *env, name string, jr exercise.JobRun) (ray.Job, *outcome) {
 		return j, o
 	}
 	if j.Status != ray.Succeeded {
-		f := fail(labFix(name), "Ray has job %s %s (%s), not SUCCEEDED", jr.SubmissionID, j.Status, firstLine(j.Message))
+		f := fail(e.labFix(name), "Ray has job %s %s (%s), not SUCCEEDED", jr.SubmissionID, j.Status, firstLine(j.Message))
 		return j, &f
 	}
 	return j, nil
@@ -121,7 +121,7 @@ func liveInfeasible(_ context.Context, e *env, rec exercise.Record) outcome {
 		return *o
 	}
 	if j.Status == ray.Running || j.Status == ray.Succeeded {
-		return fail(labFix(rec.Exercise), "Ray has the 2-GPU job %s %s: it found resources for it after all", jr.SubmissionID, j.Status)
+		return fail(e.labFix(rec.Exercise), "Ray has the 2-GPU job %s %s: it found resources for it after all", jr.SubmissionID, j.Status)
 	}
 	return pass("job %s stayed PENDING for %.0fs (%q); Ray listed the demand %q; at most %g GPU per alive node; Ray now has it %s",
 		jr.SubmissionID, obs.PendingSeconds, firstLine(obs.JobMessage), strings.TrimSpace(obs.Demand.Line), obs.MaxGPUsPerNode, j.Status)
@@ -164,7 +164,7 @@ func liveFault(ctx context.Context, e *env, rec exercise.Record) outcome {
 	}
 	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	run := obs.Run
 	if run == "" {
@@ -172,12 +172,12 @@ func liveFault(ctx context.Context, e *env, rec exercise.Record) outcome {
 	}
 	cps, err := s.ListCheckpoints(ctx, store.DefaultBucket, run+"/")
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	// The resumed checkpoint was in MinIO when training resumed (the
 	// record); train.py's retention (the newest 2) may have deleted it since.
 	if len(cps) == 0 {
-		return fail(labFix(rec.Exercise), "MinIO holds no checkpoint of run %s now (s3://%s/%s/): the run's checkpoints were deleted", run, store.DefaultBucket, run)
+		return fail(e.labFix(rec.Exercise), "MinIO holds no checkpoint of run %s now (s3://%s/%s/): the run's checkpoints were deleted", run, store.DefaultBucket, run)
 	}
 	now := "still there"
 	found := false

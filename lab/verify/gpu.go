@@ -66,7 +66,7 @@ func checkVisible(ctx context.Context, e *env) outcome {
 	}
 	cs, err := e.containers()
 	if err != nil {
-		return failErr(err, "mltrain doctor")
+		return failErr(err, e.cmd("doctor"))
 	}
 	cmd := e.listCommand(p.Vendor)
 	if len(cmd) == 0 {
@@ -94,16 +94,16 @@ func checkVisible(ctx context.Context, e *env) outcome {
 	wg.Wait()
 
 	var problems, evidence []string
-	fix := "mltrain down && mltrain up (containers are created again with one GPU each)"
+	fix := e.cmd("down") + " && " + e.cmd("up") + " (containers are created again with one GPU each)"
 	owners := map[string][]string{} // by lower-case UUID
 	shown := map[string]string{}    // as the tool printed it
 	for _, s := range seen {
 		svc := s.worker.Service
 		if s.err != "" {
 			problems = append(problems, svc+": "+s.err)
-			fix = "mltrain doctor; then mltrain up"
+			fix = e.cmd("doctor") + "; then " + e.cmd("up")
 			if strings.HasPrefix(s.err, "container") || s.err == "no container" {
-				fix = startFix(p, svc)
+				fix = e.startFix(svc)
 			}
 			continue
 		}
@@ -184,7 +184,7 @@ func orNone(s []string) string {
 func checkRayGPUs(ctx context.Context, e *env) outcome {
 	nodes, err := e.nodes()
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	cs, _ := e.containers() // names only: best effort
 	pairs, _ := e.workerNodes(cs, nodes)
@@ -232,10 +232,10 @@ func checkRayGPUs(ctx context.Context, e *env) outcome {
 		evidence = append(evidence, name+" 1")
 	}
 	if len(problems) > 0 {
-		return fail("mltrain down && mltrain up (workers start with --num-gpus=1, the head with 0)", "%s", strings.Join(problems, "; "))
+		return fail(e.cmd("down")+" && "+e.cmd("up")+" (workers start with --num-gpus=1, the head with 0)", "%s", strings.Join(problems, "; "))
 	}
 	if workers == 0 {
-		return fail("mltrain status; start the workers with 'mltrain up'", "Ray lists no alive worker node")
+		return fail(e.cmd("status")+"; start the workers with '"+e.cmd("up")+"'", "Ray lists no alive worker node")
 	}
 	out := "GPU per alive node: " + strings.Join(evidence, ", ")
 	if len(skipped) > 0 {

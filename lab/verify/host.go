@@ -34,17 +34,18 @@ func checkHostGPUs(ctx context.Context, e *env) outcome {
 	}
 	rep, err := e.d.DetectGPUs(ctx)
 	if err != nil {
-		return failErr(err, "mltrain doctor")
+		return failErr(err, e.cmd("doctor"))
 	}
 	if rep.HardwareWithoutDriver() {
 		var msgs []string
-		fix := "mltrain doctor"
+		doctor := e.cmd("doctor")
+		fix := doctor
 		for _, p := range rep.Problems {
 			if p.Code == gpu.CodeNoGPU {
 				continue
 			}
 			msgs = append(msgs, p.Message)
-			if p.Fix != "" && fix == "mltrain doctor" {
+			if p.Fix != "" && fix == doctor {
 				fix = p.Fix
 			}
 		}
@@ -53,7 +54,7 @@ func checkHostGPUs(ctx context.Context, e *env) outcome {
 	p := e.plan
 	if p.Mode == lab.ModeCPU {
 		if len(rep.GPUs) > 0 {
-			return fail("mltrain down && mltrain up (the lab is planned again with the GPUs)",
+			return fail(e.cmd("down")+" && "+e.cmd("up")+" (the lab is planned again with the GPUs)",
 				"this host has %s, but the lab was planned as a CPU rehearsal", describe(rep.GPUs))
 		}
 		return pass("no GPU hardware: mode %s, %d workers with 1 logical GPU each (timings are not GPU results)", modeName(p.Mode), len(p.Workers))
@@ -75,7 +76,7 @@ func checkHostGPUs(ctx context.Context, e *env) outcome {
 		assigned = append(assigned, fmt.Sprintf("%s=GPU %d", w.Service, w.GPU.Index))
 	}
 	if len(missing) > 0 {
-		return fail("mltrain doctor; if a GPU was replaced, mltrain down && mltrain up",
+		return fail(e.cmd("doctor")+"; if a GPU was replaced, "+e.cmd("down")+" && "+e.cmd("up"),
 			"%s; this host has %s", strings.Join(missing, "; "), describeOrNone(rep.GPUs))
 	}
 	return pass("%s; mode %s: %s", describe(rep.GPUs), modeName(p.Mode), strings.Join(assigned, ", "))
@@ -112,11 +113,11 @@ func checkPlumbing(ctx context.Context, e *env) outcome {
 		return skip("mode %s: workers get no GPU device", modeName(p.Mode))
 	case gpu.NVIDIA:
 		if e.d.Engine == nil {
-			return fail("mltrain doctor", "no Docker engine configured")
+			return fail(e.cmd("doctor"), "no Docker engine configured")
 		}
 		info, err := e.d.Engine.Info(ctx)
 		if err != nil {
-			return failErr(fmt.Errorf("engine info: %w", err), "mltrain doctor")
+			return failErr(fmt.Errorf("engine info: %w", err), e.cmd("doctor"))
 		}
 		if how := info.NVIDIAPlumbing(); how != "" {
 			return pass("engine %s has %s", info.ServerVersion, how)
@@ -148,7 +149,7 @@ func checkPlumbing(ctx context.Context, e *env) outcome {
 		}
 		return pass("%s exist and are usable", strings.Join(devs, ", "))
 	}
-	return fail("mltrain down && mltrain up", "the plan names unknown GPU vendor %q", p.Vendor)
+	return fail(e.cmd("down")+" && "+e.cmd("up"), "the plan names unknown GPU vendor %q", p.Vendor)
 }
 
 func contains(s []string, v string) bool {

@@ -22,10 +22,10 @@ func checkJupyterAPI(ctx context.Context, e *env) outcome {
 		Version string `json:"version"`
 	}
 	if err := e.getJSON(ctx, u, http.Header{"Authorization": {"token " + e.d.Creds.JupyterToken}}, &v); err != nil {
-		return failErr(err, "mltrain logs jupyter")
+		return failErr(err, e.cmd("logs", "jupyter"))
 	}
 	if v.Version == "" {
-		return fail("mltrain logs jupyter", "GET %s answered without a Jupyter server version", u)
+		return fail(e.cmd("logs", "jupyter"), "GET %s answered without a Jupyter server version", u)
 	}
 	return pass("Jupyter Server %s answers at %s (students open %s)", v.Version, u, e.d.State.URLs.Jupyter)
 }
@@ -33,13 +33,13 @@ func checkJupyterAPI(ctx context.Context, e *env) outcome {
 func checkJupyterEnv(ctx context.Context, e *env) outcome {
 	cs, err := e.containers()
 	if err != nil {
-		return failErr(err, "mltrain doctor")
+		return failErr(err, e.cmd("doctor"))
 	}
 	d, ok := cs[lab.JupyterService]
 	if !ok {
-		return fail("mltrain up", "lab %q has no jupyter container", e.d.State.Project)
+		return fail(e.cmd("up"), "lab %q has no jupyter container", e.d.State.Project)
 	}
-	const fix = "remove the override of RAY_ADDRESS/RAY_AUTH_TOKEN from compose.override.yaml, then mltrain up"
+	fix := "remove the override of RAY_ADDRESS/RAY_AUTH_TOKEN from compose.override.yaml, then " + e.cmd("up")
 	addr, ok := envValue(d.Env, ray.EnvAddress)
 	if !ok || addr == "" {
 		return fail(fix, "container %s has no %s: notebooks cannot find the cluster", d.Name, ray.EnvAddress)

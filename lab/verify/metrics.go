@@ -49,20 +49,22 @@ func targetHost(t promTarget) string {
 // within one scrape interval (10 s); until then its health is "unknown".
 var firstScrapeWait = 17 * time.Second
 
-const promFix = "mltrain logs prometheus; the head writes the target list to /tmp/ray/prom_metrics_service_discovery.json (mltrain logs ray-head)"
+func promFix(c lab.Commands) string {
+	return c.Line("logs", "prometheus") + "; the head writes the target list to /tmp/ray/prom_metrics_service_discovery.json (" + c.Line("logs", "ray-head") + ")"
+}
 
 func checkPrometheus(ctx context.Context, e *env) outcome {
 	nodes, err := e.nodes()
 	if err != nil {
-		return failErr(fmt.Errorf("cannot tell which Ray nodes should be scraped: %w", err), "mltrain status")
+		return failErr(fmt.Errorf("cannot tell which Ray nodes should be scraped: %w", err), e.cmd("status"))
 	}
 	deadline := time.Now().Add(firstScrapeWait)
 	for {
 		targets, err := rayTargets(ctx, e)
 		if err != nil {
-			return failErr(err, "mltrain logs prometheus")
+			return failErr(err, e.cmd("logs", "prometheus"))
 		}
-		out, pending := judgeTargets(targets, nodes)
+		out, pending := judgeTargets(targets, nodes, e.o.Commands)
 		if !pending || time.Now().After(deadline) {
 			return out
 		}
@@ -77,7 +79,7 @@ func checkPrometheus(ctx context.Context, e *env) outcome {
 // judgeTargets says whether every alive node has an 'up' target; pending:
 // Prometheus may not have caught up yet (a target not scraped yet, an
 // alive node not listed yet).
-func judgeTargets(targets []promTarget, nodes []ray.Node) (out outcome, pending bool) {
+func judgeTargets(targets []promTarget, nodes []ray.Node, c lab.Commands) (out outcome, pending bool) {
 	upHosts, listed := map[string]bool{}, map[string]bool{}
 	var down []string
 	for _, t := range targets {
@@ -93,7 +95,7 @@ func judgeTargets(targets []promTarget, nodes []ray.Node) (out outcome, pending 
 		}
 	}
 	if len(targets) == 0 {
-		return fail(promFix, "Prometheus has no active target of job 'ray': it does not read Ray's service-discovery file"), true
+		return fail(promFix(c), "Prometheus has no active target of job 'ray': it does not read Ray's service-discovery file"), true
 	}
 	var unscraped, scraped []string
 	for _, nd := range nodes {
@@ -116,7 +118,7 @@ func judgeTargets(targets []promTarget, nodes []ray.Node) (out outcome, pending 
 		if len(down) > 0 {
 			msg += "; down: " + strings.Join(down, ", ")
 		}
-		return fail(promFix, "%s)", msg), pending
+		return fail(promFix(c), "%s)", msg), pending
 	}
 	ev := fmt.Sprintf("%d Ray targets; every alive node is scraped and up: %s", len(targets), strings.Join(scraped, ", "))
 	if len(down) > 0 {
@@ -196,29 +198,29 @@ func checkGrafana(ctx context.Context, e *env) outcome {
 		Version  string `json:"version"`
 	}
 	if err := e.getJSON(ctx, base+"/api/health", nil, &health); err != nil {
-		return failErr(err, "mltrain logs grafana")
+		return failErr(err, e.cmd("logs", "grafana"))
 	}
 	if health.Database != "ok" {
-		return fail("mltrain logs grafana", "Grafana /api/health says database %q", health.Database)
+		return fail(e.cmd("logs", "grafana"), "Grafana /api/health says database %q", health.Database)
 	}
 	prov := "provisioning file not checked (no state dir)"
 	if e.d.StateDir != "" {
 		p := e.d.StateDir.File(lab.GrafanaDashboards)
 		if _, err := os.Stat(p); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return fail("mltrain up (it writes the provisioning files)", "Grafana's dashboard provisioning file %s is missing", p)
+				return fail(e.cmd("up")+" (it writes the provisioning files)", "Grafana's dashboard provisioning file %s is missing", p)
 			}
-			return failErr(err, "mltrain up")
+			return failErr(err, e.cmd("up"))
 		}
 		prov = "provisioned by " + lab.GrafanaDashboards
 	}
 	ds, err := e.dashboards()
 	if err != nil {
-		return failErr(err, "mltrain logs grafana")
+		return failErr(err, e.cmd("logs", "grafana"))
 	}
 	ray := rayDashboards(ds)
 	if len(ray) == 0 {
-		return fail("mltrain logs grafana; the head writes the dashboards under /tmp/ray/session_latest/metrics/grafana/dashboards (mltrain logs ray-head)",
+		return fail(e.cmd("logs", "grafana")+"; the head writes the dashboards under /tmp/ray/session_latest/metrics/grafana/dashboards ("+e.cmd("logs", "ray-head")+")",
 			"Grafana %s is healthy but has no dashboard in folder 'Ray' (%d dashboards in all)", health.Version, len(ds))
 	}
 	titles := make([]string, len(ray))
@@ -240,7 +242,7 @@ func checkRayMetrics(ctx context.Context, e *env) outcome {
 			DashboardUids map[string]string `json:"dashboardUids"`
 		} `json:"data"`
 	}
-	const fix = "mltrain logs ray-head; the head reaches Grafana at RAY_GRAFANA_HOST and Prometheus at RAY_PROMETHEUS_HOST"
+	fix := e.cmd("logs", "ray-head") + "; the head reaches Grafana at RAY_GRAFANA_HOST and Prometheus at RAY_PROMETHEUS_HOST"
 	if err := e.getJSON(ctx, base+"/api/grafana_health", e.rayToken(), &gh); err != nil {
 		return failErr(err, fix)
 	}
@@ -265,13 +267,13 @@ func checkRayMetrics(ctx context.Context, e *env) outcome {
 	}
 	ds, err := e.dashboards()
 	if err != nil {
-		return failErr(err, "mltrain logs grafana")
+		return failErr(err, e.cmd("logs", "grafana"))
 	}
 	for _, d := range ds {
 		if d.UID == def {
 			return pass("%s; its default dashboard %q is in Grafana (%q)", ev, def, d.Title)
 		}
 	}
-	return fail("mltrain logs grafana; Grafana must provision the dashboards the head wrote in this session",
+	return fail(e.cmd("logs", "grafana")+"; Grafana must provision the dashboards the head wrote in this session",
 		"%s, but Grafana has no dashboard with uid %q, which Ray's metrics tab embeds", ev, def)
 }

@@ -49,7 +49,7 @@ func (e *env) minioReachable(ctx context.Context) *outcome {
 		u = "http://" + u
 	}
 	if _, _, err := e.get(ctx, u, nil); err != nil {
-		o := failErr(fmt.Errorf("MinIO does not answer: %w", err), "mltrain status; mltrain logs minio")
+		o := failErr(fmt.Errorf("MinIO does not answer: %w", err), e.cmd("status")+"; "+e.cmd("logs", "minio"))
 		return &o
 	}
 	return nil
@@ -64,16 +64,16 @@ func checkBucket(ctx context.Context, e *env) outcome {
 	}
 	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
 	if err != nil {
-		return failErr(err, "mltrain up")
+		return failErr(err, e.cmd("up"))
 	}
 	_, err = s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix)
 	switch {
 	case err == nil:
 		return pass("bucket %q exists on %s (listed with the lab's credentials)", store.DefaultBucket, e.d.State.Probes.MinIO)
 	case s3Code(err) == "NoSuchBucket":
-		return fail("mltrain up (it creates the bucket)", "MinIO at %s has no bucket %q: Ray Train cannot store checkpoints", e.d.State.Probes.MinIO, store.DefaultBucket)
+		return fail(e.cmd("up")+" (it creates the bucket)", "MinIO at %s has no bucket %q: Ray Train cannot store checkpoints", e.d.State.Probes.MinIO, store.DefaultBucket)
 	}
-	return failErr(err, "mltrain status")
+	return failErr(err, e.cmd("status"))
 }
 
 func isDefault(user, pass string) bool {
@@ -98,10 +98,10 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 	if e.d.MinIO == nil {
 		return fail("report this as an mltrain bug", "no MinIO client configured")
 	}
-	const fix = "remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then mltrain up (the lab's random credentials are in credentials.json)"
+	fix := "remove MINIO_ROOT_USER/MINIO_ROOT_PASSWORD from compose.override.yaml, then " + e.cmd("up") + " (the lab's random credentials are in credentials.json)"
 	c := e.d.Creds
 	if isDefault(c.MinIOAccessKey, c.MinIOSecretKey) {
-		return fail("delete the state dir's credentials.json and run 'mltrain down --volumes && mltrain up' to generate new ones",
+		return fail("delete the state dir's credentials.json and run '"+e.cmd("down", "--volumes")+" && "+e.cmd("up")+"' to generate new ones",
 			"the lab's credentials file holds a default MinIO key (%q)", c.MinIOAccessKey)
 	}
 	if o := e.minioReachable(ctx); o != nil {
@@ -124,7 +124,7 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 	for _, pair := range DefaultCredentials {
 		s, err := e.d.MinIO(pair[0], pair[1])
 		if err != nil {
-			return failErr(err, "mltrain status")
+			return failErr(err, e.cmd("status"))
 		}
 		_, err = s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix)
 		switch code := s3Code(err); {
@@ -133,7 +133,7 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 		case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied":
 			evidence = append(evidence, fmt.Sprintf("%s/%s refused (%s)", pair[0], pair[1], code))
 		default:
-			return failErr(fmt.Errorf("probing MinIO with the default credentials: %w", err), "mltrain status")
+			return failErr(fmt.Errorf("probing MinIO with the default credentials: %w", err), e.cmd("status"))
 		}
 	}
 	return pass("%s", strings.Join(evidence, "; "))
@@ -151,7 +151,7 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	if e.d.MinIO == nil {
 		return fail("report this as an mltrain bug", "no MinIO client configured")
 	}
-	const fix = "mltrain up (it gives Jupyter and Ray the lab user and resets its policy)"
+	fix := e.cmd("up") + " (it gives Jupyter and Ray the lab user and resets its policy)"
 	c := e.d.Creds
 	if c.MinIOLabAccessKey == "" || c.MinIOLabSecretKey == "" {
 		return fail(fix, "the lab's credentials file has no MinIO lab user")
@@ -161,7 +161,7 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	}
 	cs, err := e.containers()
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	var holders []string
 	for svc, d := range cs {
@@ -178,14 +178,14 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	}
 	j, ok := cs[lab.JupyterService]
 	if !ok {
-		return fail("mltrain up", "lab %q has no jupyter container", e.d.State.Project)
+		return fail(e.cmd("up"), "lab %q has no jupyter container", e.d.State.Project)
 	}
 	if k, _ := envValue(j.Env, "AWS_ACCESS_KEY_ID"); k != c.MinIOLabAccessKey {
 		return fail(fix, "container %s has AWS_ACCESS_KEY_ID %q, not the lab user %q", j.Name, k, c.MinIOLabAccessKey)
 	}
 	s, err := e.d.MinIO(c.MinIOLabAccessKey, c.MinIOLabSecretKey)
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	if _, err := s.ListCheckpoints(ctx, store.DefaultBucket, probePrefix); err != nil {
 		return failErr(fmt.Errorf("the lab user %s cannot list bucket %q: %w", c.MinIOLabAccessKey, store.DefaultBucket, err), fix)
@@ -196,7 +196,7 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	case err == nil || code == "NoSuchBucket":
 		return fail(fix, "the lab user %s reaches buckets outside %q (listing %q was not refused)", c.MinIOLabAccessKey, store.DefaultBucket, outsideProbe)
 	default:
-		return failErr(fmt.Errorf("probing the lab user outside %q: %w", store.DefaultBucket, err), "mltrain status")
+		return failErr(fmt.Errorf("probing the lab user outside %q: %w", store.DefaultBucket, err), e.cmd("status"))
 	}
 	sort.Strings(holders)
 	return pass("no root key in %s; jupyter uses lab user %s, which lists %q and is refused outside it (AccessDenied)",

@@ -47,7 +47,7 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	}
 	verdict := "every checked step is proven"
 	if !r.OK {
-		verdict = "NOT verified: fix the FAIL rows and run 'mltrain verify' again"
+		verdict = "NOT verified: fix the FAIL rows and run '" + r.commands.Line("verify") + "' again"
 	}
 	scope := ""
 	if len(r.Only) > 0 {

@@ -87,11 +87,11 @@ func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Nod
 func checkNodes(ctx context.Context, e *env) outcome {
 	nodes, err := e.nodes()
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	cs, err := e.containers()
 	if err != nil {
-		return failErr(fmt.Errorf("cannot put Ray's nodes beside the containers: %w", err), "mltrain doctor")
+		return failErr(fmt.Errorf("cannot put Ray's nodes beside the containers: %w", err), e.cmd("doctor"))
 	}
 	pairs, unpaired := e.workerNodes(cs, nodes)
 	heads, dead := 0, 0
@@ -111,27 +111,27 @@ func checkNodes(ctx context.Context, e *env) outcome {
 		switch {
 		case !ok:
 			problems = append(problems, w.Service+": no container")
-			fixes = appendOnce(fixes, "mltrain up")
+			fixes = appendOnce(fixes, e.cmd("up"))
 		case p.Stale:
 			problems = append(problems, lab.StaleNote(p, time.Now()))
-			fixes = appendOnce(fixes, fmt.Sprintf("mltrain worker start %d", w.Index))
+			fixes = appendOnce(fixes, e.cmd("worker", "start", fmt.Sprint(w.Index)))
 		case !p.Running:
 			problems = append(problems, fmt.Sprintf("%s: container %s; Ray lists no ALIVE node for it", w.Service, p.State))
-			fixes = appendOnce(fixes, fmt.Sprintf("mltrain worker start %d", w.Index))
+			fixes = appendOnce(fixes, e.cmd("worker", "start", fmt.Sprint(w.Index)))
 		case p.RayState != "ALIVE":
 			problems = append(problems, fmt.Sprintf("%s: running, but Ray lists no ALIVE node at its address %s", w.Service, p.IP))
-			fixes = appendOnce(fixes, "mltrain logs "+w.Service)
+			fixes = appendOnce(fixes, e.cmd("logs", w.Service))
 		default:
 			alive = append(alive, w.Service+" "+p.IP)
 		}
 	}
 	for _, n := range unpaired {
 		problems = append(problems, fmt.Sprintf("Ray lists an ALIVE worker node at %s that no worker container of this lab has", n.NodeIP))
-		fixes = appendOnce(fixes, "mltrain status")
+		fixes = appendOnce(fixes, e.cmd("status"))
 	}
 	if heads != 1 {
 		problems = append(problems, fmt.Sprintf("%d ALIVE head node(s), expected 1", heads))
-		fixes = appendOnce(fixes, "mltrain logs ray-head")
+		fixes = appendOnce(fixes, e.cmd("logs", "ray-head"))
 	}
 	sort.Strings(alive)
 	evidence := fmt.Sprintf("%d head + %d worker node(s) ALIVE with their containers running (%s)", heads, len(alive)-heads, strings.Join(alive, ", "))
@@ -154,7 +154,9 @@ func appendOnce(s []string, v string) []string {
 	return append(s, v)
 }
 
-const authFix = "mltrain down && mltrain up (the head must run with RAY_AUTH_MODE=token; a compose.override.yaml may have turned it off)"
+func (e *env) authFix() string {
+	return e.cmd("down") + " && " + e.cmd("up") + " (the head must run with RAY_AUTH_MODE=token; a compose.override.yaml may have turned it off)"
+}
 
 func checkAuth(ctx context.Context, e *env) outcome {
 	// The job list, not /api/version: it is what an intruder would use, and
@@ -162,20 +164,20 @@ func checkAuth(ctx context.Context, e *env) outcome {
 	url := strings.TrimRight(e.d.State.Probes.Ray, "/") + "/api/jobs/"
 	code, body, err := e.get(ctx, url, nil)
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	if code != http.StatusUnauthorized {
 		if code == http.StatusOK {
-			return fail(authFix, "GET %s without a token answered 200: anyone who reaches port %d can list and submit jobs", url, e.plan.Ports[lab.PortDashboard])
+			return fail(e.authFix(), "GET %s without a token answered 200: anyone who reaches port %d can list and submit jobs", url, e.plan.Ports[lab.PortDashboard])
 		}
-		return fail("mltrain status", "GET %s without a token answered HTTP %d (%s), expected 401", url, code, firstLine(string(body)))
+		return fail(e.cmd("status"), "GET %s without a token answered HTTP %d (%s), expected 401", url, code, firstLine(string(body)))
 	}
 	wrong, wbody, err := e.get(ctx, url, http.Header{"Authorization": {"Bearer not-the-lab-token"}})
 	if err != nil {
-		return failErr(err, "mltrain status")
+		return failErr(err, e.cmd("status"))
 	}
 	if wrong != http.StatusForbidden && wrong != http.StatusUnauthorized {
-		return fail(authFix, "GET %s with a wrong token answered HTTP %d (%s), expected 403", url, wrong, firstLine(string(wbody)))
+		return fail(e.authFix(), "GET %s with a wrong token answered HTTP %d (%s), expected 403", url, wrong, firstLine(string(wbody)))
 	}
 	return pass("GET /api/jobs/: no token -> 401 (%s); wrong token -> %d", firstLine(string(body)), wrong)
 }

@@ -82,6 +82,8 @@ type Report struct {
 	Seconds  float64      `json:"seconds"`
 	Checks   []Check      `json:"checks"`
 	StateDir lab.StateDir `json:"state_dir,omitempty"`
+	// commands writes the verdict's command line (Options.Commands).
+	commands lab.Commands
 }
 
 // Options tune Run.
@@ -94,6 +96,9 @@ type Options struct {
 	// DataFull counts every image in the dataset volume against the manifest
 	// (food11.Verify) instead of reading the manifest alone.
 	DataFull bool
+	// Commands writes the fix column's command lines for the lab verified
+	// (the user's --project and --state-dir).
+	Commands lab.Commands
 }
 
 // RayAPI is the part of the Ray dashboard client the checks use; the
@@ -173,7 +178,8 @@ type outcome struct {
 	status   Status
 	evidence string
 	fix      string
-	deadline bool // failed because a call ran out of time
+	deadline bool  // failed because a call ran out of time
+	err      error // what failed, when an error did: its own next step beats fix
 }
 
 func pass(format string, args ...any) outcome {
@@ -191,11 +197,11 @@ func skip(format string, args ...any) outcome {
 // failErr turns an error into a failed outcome; its next step, when it
 // has one, is the fix.
 func failErr(err error, fix string) outcome {
-	if h := (lab.Commands{}).Hint(err); h != "" {
-		fix = h
-	}
-	return outcome{status: Fail, evidence: err.Error(), fix: fix, deadline: errors.Is(err, context.DeadlineExceeded)}
+	return outcome{status: Fail, evidence: err.Error(), fix: fix, deadline: errors.Is(err, context.DeadlineExceeded), err: err}
 }
+
+// cmd is the command line that runs words on the verified lab.
+func (e *env) cmd(words ...string) string { return e.o.Commands.Line(words...) }
 
 // Run performs the checks of the selected groups and returns the report.
 // It never fails as a whole: what goes wrong is a failed check.
@@ -205,7 +211,7 @@ func Run(ctx context.Context, d Deps, o Options) Report {
 	}
 	start := time.Now()
 	e := newEnv(ctx, d, o)
-	rep := Report{Project: d.State.Project, Mode: d.State.Plan.Mode, Only: o.Only, Started: start.UTC(), StateDir: d.StateDir}
+	rep := Report{Project: d.State.Project, Mode: d.State.Plan.Mode, Only: o.Only, Started: start.UTC(), StateDir: d.StateDir, commands: o.Commands}
 	var specs []spec
 	for _, s := range allSpecs(d.State.Plan) {
 		if len(o.Only) == 0 || slices.Contains(o.Only, s.group) {
@@ -256,14 +262,14 @@ func runOne(ctx context.Context, e *env, s spec, timeout time.Duration) Check {
 		defer func() {
 			if r := recover(); r != nil { // a bug in one check must not take the report down
 				done <- outcome{status: Fail, evidence: fmt.Sprintf("internal error in check %s: %v", s.id, r),
-					fix: "report this as an mltrain bug, with 'mltrain verify --json'"}
+					fix: "report this as an mltrain bug, with '" + e.cmd("verify", "--json") + "'"}
 			}
 		}()
 		done <- s.run(cctx, e)
 	}()
 	timedOut := func(detail string) outcome {
 		return outcome{status: Fail, evidence: fmt.Sprintf("no answer within %s (%s)", timeout, detail),
-			fix: "run 'mltrain status' to see which service hangs, or raise --timeout"}
+			fix: "run '" + e.cmd("status") + "' to see which service hangs, or raise --timeout"}
 	}
 	var out outcome
 	select {
@@ -275,8 +281,13 @@ func runOne(ctx context.Context, e *env, s spec, timeout time.Duration) Check {
 	case <-cctx.Done():
 		out = timedOut(cctx.Err().Error())
 	}
+	if out.status == Fail && out.err != nil {
+		if h := e.o.Commands.Hint(out.err); h != "" {
+			out.fix = h
+		}
+	}
 	if out.status == Fail && out.fix == "" {
-		out.fix = "run 'mltrain status'"
+		out.fix = "run '" + e.cmd("status") + "'"
 	}
 	c.Status, c.Evidence, c.Fix = out.status, out.evidence, out.fix
 	c.Seconds = time.Since(t0).Seconds()

@@ -7,26 +7,29 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/internal/host"
-	"github.com/mltrain/mltrain/internal/progress"
 )
 
 // usableGPUs validates the report and drops GPUs the lab cannot use.
 func usableGPUs(r gpu.Report) ([]gpu.GPU, []string, error) {
 	if r.HardwareWithoutDriver() {
 		var msgs []string
-		fix := doctorHint
+		first := "" // the first problem's own fix
 		for _, pr := range r.Problems {
 			if pr.Code == gpu.CodeNoGPU {
 				continue
 			}
 			msgs = append(msgs, pr.Message)
-			if pr.Fix != "" && fix == doctorHint {
-				fix = pr.Fix + "; then run 'mltrain doctor'"
+			if first == "" {
+				first = pr.Fix
 			}
 		}
-		return nil, nil, clierr.WithHint(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
-			strings.Join(msgs, "; ")), fix)
+		return nil, nil, withNext(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
+			strings.Join(msgs, "; ")), func(c Commands) string {
+			if first != "" {
+				return first + "; then run '" + c.Line("doctor") + "'"
+			}
+			return doctorHint(c)
+		})
 	}
 	gpus := append([]gpu.GPU(nil), r.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })
@@ -142,45 +145,3 @@ func assign(p *Plan, gpus []gpu.GPU, opts Options) (int, error) {
 	p.Head.Container = containerName(p.Project, HeadService)
 	return len(p.Workers), nil
 }
-
-// size splits the host's CPUs and memory between the head and the workers.
-func size(p *Plan, facts host.Facts, opts Options, workers int) error {
-	reserve := 1
-	switch {
-	case facts.CPUs >= 16:
-		reserve = cpuReserved
-	case facts.CPUs >= 4:
-		reserve = 2
-	}
-	p.Head.CPUs = reserve
-	if opts.HeadCPUs > 0 {
-		p.Head.CPUs = opts.HeadCPUs
-	}
-	perWorker := max(1, (facts.CPUs-reserve)/workers)
-	if opts.WorkerCPUs > 0 {
-		perWorker = opts.WorkerCPUs
-	}
-
-	mem := facts.MemoryBytes
-	shm := clamp(mem*shmPercent/100/int64(workers), shmMin, shmMaxPer)
-	if opts.WorkerShm > 0 {
-		shm = opts.WorkerShm
-		if total := shm * int64(workers); total > mem {
-			return clierr.Hintf("give a smaller --shm-size, or leave it out to use about 30% of memory",
-				"--shm-size %s x %d workers = %s exceeds the host's memory (%s)", progress.Bytes(shm), workers, progress.Bytes(total), progress.Bytes(mem))
-		}
-	}
-	shm = shm / mib * mib
-	p.Head.ShmBytes = clamp(mem*headShmPct/100, shmMin, headShmMax) / mib * mib
-	if total := shm*int64(workers) + p.Head.ShmBytes; total > mem*3/4 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("shared memory (%s) is more than 3/4 of the host's memory (%s): large jobs may be killed",
-			progress.Bytes(total), progress.Bytes(mem)))
-	}
-	for i := range p.Workers {
-		p.Workers[i].CPUs = perWorker
-		p.Workers[i].ShmBytes = shm
-	}
-	return nil
-}
-
-func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }

@@ -95,14 +95,16 @@ func (d StateDir) Credentials() (Credentials, error) {
 	path := d.File(CredentialsFile)
 	c, err := readCredentials(path)
 	if isMissing(err) {
-		return Credentials{}, clierr.Hintf("run 'mltrain up' to re-create the lab with new credentials ('mltrain down --volumes' first if its old MinIO and Grafana data must go), or pass the --state-dir/--project of the lab you mean",
-			"the lab's credentials file %s is missing", path)
+		return Credentials{}, withNext(fmt.Errorf("the lab's credentials file %s is missing", path), func(c Commands) string {
+			return "run '" + c.Line("up") + "' to re-create the lab with new credentials ('" + c.Line("down", "--volumes") +
+				"' first if its old MinIO and Grafana data must go), or pass the --state-dir/--project of the lab you mean"
+		})
 	}
 	if err != nil {
 		return Credentials{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Credentials{}, clierr.WithHint(fmt.Errorf("credentials file %s: %w", path, err), "run 'mltrain up' to complete it")
+		return Credentials{}, withNext(fmt.Errorf("credentials file %s: %w", path, err), func(c Commands) string { return "run '" + c.Line("up") + "' to complete it" })
 	}
 	return c, nil
 }
@@ -157,8 +159,10 @@ func readCredentials(path string) (Credentials, error) {
 	}
 	var c Credentials
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Credentials{}, clierr.WithHint(fmt.Errorf("credentials file %s is not valid JSON: %w", path, err),
-			"restore it from a backup, or move it away and run 'mltrain up' to generate new secrets (MinIO and Grafana data made with the old ones will not accept them: 'mltrain down --volumes' first)")
+		return Credentials{}, withNext(fmt.Errorf("credentials file %s is not valid JSON: %w", path, err), func(c Commands) string {
+			return "restore it from a backup, or move it away and run '" + c.Line("up") + "' to generate new secrets (MinIO and Grafana data made with the old ones will not accept them: '" +
+				c.Line("down", "--volumes") + "' first)"
+		})
 	}
 	return c, nil
 }

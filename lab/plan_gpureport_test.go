@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 )
@@ -60,7 +59,7 @@ func TestReadGPUReportErrorsNameTheFile(t *testing.T) {
 			assert.Contains(t, err.Error(), c.says)
 			assert.NotContains(t, err.Error(), "Go value", "no Go type in a user's message")
 			assert.NotContains(t, err.Error(), "Go struct")
-			assert.NotEmpty(t, clierr.Hint(err))
+			assert.NotEmpty(t, Commands{}.Hint(err))
 		})
 	}
 }

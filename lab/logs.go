@@ -2,23 +2,13 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/internal/progress"
 )
-
-// Down removes the lab's containers and network; volumes only with
-// removeVolumes (the dataset volume is external and always kept).
-func Down(ctx context.Context, eng docker.Engine, project string, removeVolumes bool, rep progress.Reporter) ([]string, error) {
-	// Ray needs a few seconds after SIGTERM to leave the cluster cleanly.
-	return compose.Down(ctx, eng, project, 30*time.Second, removeVolumes, rep)
-}
 
 // Logs writes a service's logs (every service's, prefixed, when service is "").
 func Logs(ctx context.Context, eng docker.Engine, project, service string, follow bool, tail string, stdout, stderr io.Writer) error {
@@ -32,12 +22,16 @@ func Logs(ctx context.Context, eng docker.Engine, project, service string, follo
 	}
 	if len(list) == 0 {
 		if service != "" {
-			return clierr.Hintf("run 'mltrain status' to see the lab's services", "lab %q has no service %q", project, service)
+			return withNext(fmt.Errorf("lab %q has no service %q", project, service), func(c Commands) string {
+				return "run '" + c.Line("status") + "' to see the lab's services"
+			})
 		}
-		return clierr.Hintf("run 'mltrain up'", "lab %q has no containers", project)
+		return withNext(fmt.Errorf("lab %q has no containers", project), func(c Commands) string { return "run '" + c.Line("up") + "'" })
 	}
 	if len(list) > 1 && follow {
-		return clierr.Hintf("name one service, e.g. 'mltrain logs ray-head -f'", "-f follows one service at a time")
+		return withNext(errors.New("-f follows one service at a time"), func(c Commands) string {
+			return "name one service, e.g. '" + c.Line("logs", HeadService, "-f") + "'"
+		})
 	}
 	for _, c := range list {
 		if len(list) > 1 {

@@ -116,8 +116,9 @@ func (d StateDir) MakeJoinBundle() (JoinBundle, error) {
 		return JoinBundle{}, clierr.Hintf("run 'mltrain join-token' on the lab's first host", "this host joined lab %q: its join line comes from the lab's first host", p.Joined.Lab)
 	}
 	if p.Network != NetworkHost {
-		return JoinBundle{}, clierr.Hintf("run 'mltrain up --allow-join' first (it restarts the Ray nodes on the host network), then 'mltrain join-token'",
-			"lab %q does not accept other hosts: it was brought up without --allow-join", p.Project)
+		return JoinBundle{}, withNext(fmt.Errorf("lab %q does not accept other hosts: it was brought up without --allow-join", p.Project), func(c Commands) string {
+			return "run '" + c.Line("up", "--allow-join") + "' first (it restarts the Ray nodes on the host network), then '" + c.Line("join-token") + "'"
+		})
 	}
 	c, err := d.Credentials()
 	if err != nil {

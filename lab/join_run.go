@@ -36,6 +36,9 @@ type JoinRunOptions struct {
 	NoRollback  bool
 	// RenderOnly writes compose.yaml and starts nothing.
 	RenderOnly bool
+	// Commands writes the commands notes and hints name: the user's lab and
+	// join as they ran it (empty Ran reads as 'join BUNDLE').
+	Commands Commands
 }
 
 // Join adds this host's GPUs to the lab of o.Bundle: it plans one worker
@@ -45,9 +48,12 @@ type JoinRunOptions struct {
 // network and waits until the head lists this host's nodes ALIVE with their
 // GPUs. Like up it converges: a second join changes nothing.
 func Join(ctx context.Context, d UpDeps, o JoinRunOptions) (Result, error) {
+	if len(o.Commands.Ran) == 0 {
+		o.Commands.Ran = []string{"join", "BUNDLE"}
+	}
 	r := &run{deps: d, dir: o.StateDir, images: o.Images, timeout: o.Timeout, stopTimeout: o.StopTimeout,
-		noRollback: o.NoRollback, command: "mltrain join",
-		imageFlags: "give 'mltrain join' a worker image this host already has: --image-worker REF"}
+		noRollback: o.NoRollback, cmds: o.Commands,
+		imageFlags: "give '" + o.Commands.Line("join") + "' a worker image this host already has: --image-worker REF"}
 	return r.execute(ctx, joinSteps(o))
 }
 
@@ -76,7 +82,7 @@ func joinSteps(o JoinRunOptions) []step {
 		{name: "detect host", run: detectStep},
 		plan,
 		{name: "reach the head", run: func(ctx context.Context, r *run) (string, error) {
-			return b.GCSAddress() + ", its dashboard and MinIO", checkHeadReachable(ctx, b, r.plan.NodeIP)
+			return b.GCSAddress() + ", its dashboard and MinIO", checkHeadReachable(ctx, b, r.plan.NodeIP, r.cmds.Again())
 		}},
 		{name: "render", run: func(ctx context.Context, r *run) (string, error) {
 			if err := r.dir.WriteJSON(JoinFile, b); err != nil {
@@ -97,7 +103,7 @@ func joinSteps(o JoinRunOptions) []step {
 				return "", err
 			}
 			if err := r.wait(ctx, []ready.Check{joinedNodes(rc, &r.plan, &r.res.Nodes)}); err != nil {
-				return "", clierr.WithHint(err, firewallHint(b, r.plan.NodeIP, "the first host cannot reach this host's Ray ports, or"))
+				return "", clierr.WithHint(err, firewallHint(b, r.plan.NodeIP, "the first host cannot reach this host's Ray ports, or", r.cmds.Again()))
 			}
 			return fmt.Sprintf("joined lab %s", b.Lab), nil
 		}},
@@ -108,16 +114,16 @@ func joinSteps(o JoinRunOptions) []step {
 // firewallHint says which rule lets the two hosts talk: Ray's nodes talk on
 // many ports both ways (and Torch/NCCL on ephemeral ones), so it is a rule
 // for the pair of hosts, not a port list.
-func firewallHint(b JoinBundle, nodeIP, what string) string {
+func firewallHint(b JoinBundle, nodeIP, what, again string) string {
 	return fmt.Sprintf("%s a firewall between the hosts blocks them: allow all TCP between %s (the lab's first host) and %s (this host), "+
 		"e.g. on the first host 'sudo iptables -I INPUT -s %s -j ACCEPT' and here 'sudo iptables -I INPUT -s %s -j ACCEPT' "+
-		"(or the cloud's security group), then run 'mltrain join' again", what, b.HeadIP, nodeIP, nodeIP, b.HeadIP)
+		"(or the cloud's security group), then run '%s' again", what, b.HeadIP, nodeIP, nodeIP, b.HeadIP, again)
 }
 
 // checkHeadReachable proves, before anything starts, that this host reaches
 // the head's GCS and dashboard and MinIO, and that the head takes the
 // bundle's token and runs the bundle's Ray.
-func checkHeadReachable(ctx context.Context, b JoinBundle, nodeIP string) error {
+func checkHeadReachable(ctx context.Context, b JoinBundle, nodeIP, again string) error {
 	mu, err := url.Parse(b.MinIO)
 	if err != nil || mu.Host == "" {
 		return clierr.Hintf(bundleHint, "the join bundle's MinIO endpoint %q is not a URL", b.MinIO)
@@ -130,7 +136,7 @@ func checkHeadReachable(ctx context.Context, b JoinBundle, nodeIP string) error 
 		c, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", t.addr)
 		if err != nil {
 			return clierr.WithHint(fmt.Errorf("this host cannot reach %s at %s: %w", t.what, t.addr, err),
-				firewallHint(b, nodeIP, "check the first host's lab is up ('mltrain status' there) and that"))
+				firewallHint(b, nodeIP, "check the first host's lab is up ('mltrain status' there) and that", again))
 		}
 		c.Close()
 	}
@@ -165,18 +171,13 @@ func checkImageVersions(ctx context.Context, eng docker.Engine, ref string, b Jo
 	if err != nil {
 		return fmt.Errorf("inspect worker image %s: %w", ref, err)
 	}
-	for _, c := range []struct{ label, what, want string }{
-		{labels.ImageRayVersion, "Ray", b.RayVersion},
-		{labels.ImagePythonVersion, "Python", b.Python},
-	} {
-		got := img.Labels[c.label]
-		switch {
-		case got == "":
-			progress.Warning(rep, fmt.Sprintf("worker image %s does not say its %s version (no %s label): Ray will refuse its nodes if it is not %s", ref, c.what, c.label, c.want))
-		case got != c.want:
-			return clierr.Hintf(fmt.Sprintf("use the lab's: 'mltrain build --ray-version %s' here, or 'mltrain images save FILE' on the first host and 'mltrain images load FILE' here", b.RayVersion),
-				"worker image %s has %s %s, the lab runs %s %s: Ray refuses nodes of another version", ref, c.what, got, c.what, c.want)
+	for _, m := range images.CompareVersions(img, images.Versions{Ray: b.RayVersion, Python: b.Python}) {
+		if m.Got == "" {
+			progress.Warning(rep, fmt.Sprintf("worker image %s does not say its %s version (no %s label): Ray will refuse its nodes if it is not %s", ref, m.What, m.Label, m.Want))
+			continue
 		}
+		return clierr.Hintf(fmt.Sprintf("use the lab's: 'mltrain build --ray-version %s' here, or 'mltrain images save FILE' on the first host and 'mltrain images load FILE' here", b.RayVersion),
+			"worker image %s has %s %s, the lab runs %s %s: Ray refuses nodes of another version", ref, m.What, m.Got, m.What, m.Want)
 	}
 	return nil
 }

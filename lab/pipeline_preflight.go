@@ -18,7 +18,7 @@ import (
 // ensureDataVolume makes sure the dataset volume exists (it is external to
 // the project so `down --volumes` never takes the dataset) and warns, with
 // the command to run, when Food-11 is not loaded in it yet.
-func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progress.Reporter) (loaded bool, err error) {
+func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progress.Reporter, c Commands) (loaded bool, err error) {
 	if _, err := eng.VolumeEnsure(ctx, p.DataVolume, map[string]string{food11.LabelDataset: "food11"}); err != nil {
 		return false, err
 	}
@@ -31,7 +31,7 @@ func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progre
 		if p.Joined != nil {
 			here = " on this host (each host's workers read their own copy)"
 		}
-		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run 'mltrain data food11 --volume %s'%s before training", p.DataVolume, p.DataVolume, here))
+		progress.Warning(rep, fmt.Sprintf("volume %s holds no Food-11 dataset yet: run '%s'%s before training", p.DataVolume, c.Line("data", "food11", "--volume", p.DataVolume), here))
 	}
 	return m != nil, nil
 }
@@ -39,7 +39,7 @@ func ensureDataVolume(ctx context.Context, eng docker.Engine, p Plan, rep progre
 // checkPortsFree fails before anything starts when a host port the lab
 // publishes is held by something else, naming the holder and the --port
 // flag that moves the lab's port (names are the plan's port names).
-func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int) error {
+func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int, again string) error {
 	all, err := eng.ContainerList(ctx, nil)
 	if err != nil {
 		return err
@@ -69,11 +69,11 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, na
 			}
 			move := movePortHint(named, port)
 			if held {
-				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then 'mltrain up'", holder.Name, move),
+				return clierr.Hintf(fmt.Sprintf("stop it ('docker stop %s')%s, then '%s'", holder.Name, move, again),
 					"host port %d (service %s) is held by container %s", port, name, holder.Name)
 			}
 			if err := ports.Free(pc.HostIP, port); err != nil {
-				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it%s, then 'mltrain up'", port, move),
+				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it%s, then '%s'", port, move, again),
 					"host port %d (service %s) is in use by another process on this host: %v", port, name, err)
 			}
 		}

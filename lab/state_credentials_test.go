@@ -127,7 +127,7 @@ func TestCorruptCredentialsNamesTheFile(t *testing.T) {
 	_, err := create(dir)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
-	assert.True(t, strings.Contains(clierr.Hint(err), "move it away"))
+	assert.True(t, strings.Contains(Commands{}.Hint(err), "move it away"))
 }
 
 func TestConcurrentFirstRunsAgree(t *testing.T) {
@@ -162,8 +162,9 @@ func TestReadingNeverCreates(t *testing.T) {
 	require.Error(t, err)
 	path := filepath.Join(dir, CredentialsFile)
 	assert.Contains(t, err.Error(), path, "the error names the missing file")
-	assert.Contains(t, clierr.Hint(err), "mltrain up")
-	assert.Contains(t, clierr.Hint(err), "mltrain down --volumes")
+	assert.Contains(t, Commands{}.Hint(err), "mltrain up")
+	assert.Contains(t, Commands{}.Hint(err), "mltrain down --volumes")
+	assert.Contains(t, Commands{Project: "lab2"}.Hint(err), "run 'mltrain --project lab2 up' to re-create the lab", "the next step acts on the user's lab")
 	_, statErr := os.Stat(path)
 	assert.True(t, os.IsNotExist(statErr), "no credentials.json appears")
 
@@ -184,5 +185,5 @@ func TestReadingAnIncompleteFileSaysToRunUp(t *testing.T) {
 	_, err := StateDir(dir).Credentials()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "minio_secret_key is empty")
-	assert.Contains(t, clierr.Hint(err), "mltrain up")
+	assert.Contains(t, Commands{}.Hint(err), "mltrain up")
 }

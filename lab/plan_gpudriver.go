@@ -16,9 +16,11 @@ func checkDevicesAndDriver(p *Plan, facts host.Facts, opts Options) error {
 	if p.Vendor == gpu.AMD && p.RenderGID == 0 {
 		// Dockerfile.ray-rocm ends with USER ray: without the group owning
 		// /dev/dri/renderD* the worker cannot open its GPU and sees none.
-		return clierr.Hintf("give the group that owns the render nodes on the lab host ('stat -c %g /dev/dri/renderD128' there): "+
-			"mltrain render --render-gid GID; on the host itself, check that /dev/dri/renderD* exists and its group is in /etc/group, then 'mltrain doctor'",
-			"the host's render group id is unknown: the ROCm workers run as user ray and could not open /dev/dri/renderD* (%s)", p.Workers[0].GPU.RenderNode)
+		return withNext(fmt.Errorf("the host's render group id is unknown: the ROCm workers run as user ray and could not open /dev/dri/renderD* (%s)", p.Workers[0].GPU.RenderNode),
+			func(c Commands) string {
+				return "give the group that owns the render nodes on the lab host ('stat -c %g /dev/dri/renderD128' there): " +
+					c.Line("render", "--render-gid", "GID") + "; on the host itself, check that /dev/dri/renderD* exists and its group is in /etc/group, then '" + c.Line("doctor") + "'"
+			})
 	}
 	if _, custom := opts.Images[RoleWorker]; custom {
 		// A replaced worker image carries its own CUDA/ROCm; the fix for a
