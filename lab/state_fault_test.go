@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -27,8 +26,8 @@ func TestUpRefusesAnUnreadableStateFile(t *testing.T) {
 	_, err = f.up()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path+" is not valid JSON")
-	assert.Contains(t, clierr.Hint(err), "mv "+path+" "+path+".broken")
-	assert.Contains(t, clierr.Hint(err), "'mltrain up'")
+	assert.Contains(t, lab.Commands{}.Hint(err), "mv "+path+" "+path+".broken")
+	assert.Contains(t, lab.Commands{}.Hint(err), "'mltrain up'")
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, cut, after, "the broken file is left for a look")
@@ -37,7 +36,7 @@ func TestUpRefusesAnUnreadableStateFile(t *testing.T) {
 	_, err = f.state.State()
 	require.Error(t, err, "readers say the same")
 	assert.Contains(t, err.Error(), "cannot be used")
-	assert.Contains(t, clierr.Hint(err), ".broken")
+	assert.Contains(t, lab.Commands{}.Hint(err), ".broken")
 }
 
 // Secrets minted anew would not open the volumes made with the lost ones:
@@ -52,8 +51,8 @@ func TestUpRefusesNewCredentialsOverTheLabsVolumes(t *testing.T) {
 	_, err = f.up()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `lab "fakelab"'s volumes fakelab_grafana-data, fakelab_minio-data hold data made with credentials`)
-	assert.Contains(t, clierr.Hint(err), "restore "+creds)
-	assert.Contains(t, clierr.Hint(err), "'mltrain down --volumes'")
+	assert.Contains(t, lab.Commands{}.Hint(err), "restore "+creds)
+	assert.Contains(t, lab.Commands{}.Hint(err), "'mltrain down --volumes'")
 	_, err = os.Stat(creds)
 	assert.True(t, os.IsNotExist(err), "no secret was minted")
 }
