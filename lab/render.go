@@ -347,7 +347,7 @@ func (r renderer) jupyter() types.ServiceConfig {
 	s := r.base(JupyterService, RoleJupyter)
 	r.rayEnv(&s)
 	r.setEnv(&s,
-		"RAY_ADDRESS", fmt.Sprintf("http://%s:%d", HeadService, dashboardPort),
+		"RAY_ADDRESS", r.p.JupyterRayAddress(),
 		"JUPYTER_TOKEN", r.p.Credentials.JupyterToken,
 	)
 	s.Ports = []types.ServicePortConfig{r.publish(PortJupyter, jupyterPort)}
