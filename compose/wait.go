@@ -77,6 +77,10 @@ func checkAlive(ctx context.Context, eng docker.Engine, d docker.ContainerDetail
 		return failure(ctx, eng, d.Name, "was killed: out of memory")
 	case !d.Running && (d.State == "exited" || d.State == "dead"):
 		return failure(ctx, eng, d.Name, fmt.Sprintf("exited with code %d", d.ExitCode))
+	case d.State == "restarting":
+		// Exited, and its restart policy brings it back: a container that
+		// fails while starting would otherwise be waited on until the timeout.
+		return failure(ctx, eng, d.Name, fmt.Sprintf("exited with code %d (Docker is restarting it: its restart policy)", d.ExitCode))
 	case d.Health == "unhealthy":
 		return failure(ctx, eng, d.Name, "is unhealthy (its healthcheck fails)")
 	}

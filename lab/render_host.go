@@ -27,6 +27,16 @@ func (p Plan) rayHost() string {
 	return p.NodeIP
 }
 
+// JupyterRayAddress is the RAY_ADDRESS Jupyter gets: the head's service
+// name on the lab's network, or, when Ray's nodes are on the host network,
+// the host's address (rayHost) and the dashboard's pinned port.
+func (p Plan) JupyterRayAddress() string {
+	if p.Network == NetworkHost {
+		return "http://" + net.JoinHostPort(p.rayHost(), strconv.Itoa(p.Ports[PortDashboard]))
+	}
+	return fmt.Sprintf("http://%s:%d", HeadService, dashboardPort)
+}
+
 // dashboardHost is what the head's dashboard binds in host mode: the same
 // address the published browser ports use.
 func (p Plan) dashboardHost() string {
@@ -64,7 +74,7 @@ func (r renderer) spanHosts(services types.Services) error {
 		prev = w.Service
 	}
 	j := services[JupyterService]
-	r.setEnv(&j, "RAY_ADDRESS", "http://"+net.JoinHostPort(p.rayHost(), strconv.Itoa(p.Ports[PortDashboard])))
+	r.setEnv(&j, "RAY_ADDRESS", p.JupyterRayAddress())
 	services[JupyterService] = j
 	return nil
 }

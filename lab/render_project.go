@@ -246,6 +246,13 @@ func (r renderer) worker(w Worker) (types.ServiceConfig, error) {
 	// up has proven MinIO ready, so workers start while MinIO still starts
 	// (container starts are what grows with the number of workers).
 	s.DependsOn = r.dependsOn(map[string]Role{HeadService: RoleHead})
+	// A restarted head is a new Ray cluster: the old raylet exits after
+	// gcs_rpc_server_reconnect_timeout_s and `ray start --block` exits 1, so
+	// Docker starts the worker again and it joins the new head (as KubeRay's
+	// worker pods do). Docker never restarts a container the user stopped
+	// (docker stop cancels its restart manager): worker stop and the fault
+	// exercise are unaffected. docs/ray-fidelity.md, "Head restart".
+	s.Restart = types.RestartPolicyOnFailure
 
 	g := w.GPU
 	if g == nil {
@@ -347,7 +354,7 @@ func (r renderer) jupyter() types.ServiceConfig {
 	s := r.base(JupyterService, RoleJupyter)
 	r.rayEnv(&s)
 	r.setEnv(&s,
-		"RAY_ADDRESS", fmt.Sprintf("http://%s:%d", HeadService, dashboardPort),
+		"RAY_ADDRESS", r.p.JupyterRayAddress(),
 		"JUPYTER_TOKEN", r.p.Credentials.JupyterToken,
 	)
 	s.Ports = []types.ServicePortConfig{r.publish(PortJupyter, jupyterPort)}

@@ -56,9 +56,12 @@ type Status struct {
 	Joined *Joined `json:"joined,omitempty"`
 	// Remote are the Ray nodes of other hosts: joined hosts' workers on
 	// the lab's first host, the head on a second host.
-	Remote   []RemoteNode `json:"remote_nodes,omitempty"`
-	nodeIP   string       // this host's node address when the nodes span hosts
-	commands Commands     // writes Next for this lab
+	Remote []RemoteNode `json:"remote_nodes,omitempty"`
+	// LostHead are the running workers a restarted head does not know
+	// (headlost.go).
+	LostHead []string `json:"lost_head,omitempty"`
+	nodeIP   string   // this host's node address when the nodes span hosts
+	commands Commands // writes Next for this lab
 }
 
 // RemoteNode is a Ray node another host runs, as the head lists it.
@@ -122,6 +125,7 @@ func GetStatus(ctx context.Context, eng docker.Engine, stateDir StateDir, projec
 		return st, nil
 	}
 	st.explain(workers, nodes, true)
+	st.lostHead(ctx, eng, project, workers, nodes)
 	st.remote(nodes)
 	return st, nil
 }

@@ -113,7 +113,10 @@ func TestStandinInfeasibleJobEndsByKillingItsSupervisor(t *testing.T) {
 // workers' raylets, unknown to it, exit after the reconnect timeout, taking
 // `ray start --block` and their containers with them (exit 1).
 func TestStandinHeadRestartIsANewCluster(t *testing.T) {
-	const reconnect = "    environment:\n      RAY_gcs_rpc_server_reconnect_timeout_s: \"3\"\n"
+	// No restart policy here: this pins Ray's own behaviour, the exit
+	// that the lab's restart: on-failure answers (cmd/mltrain's
+	// TestHeadRestartTheWorkersRejoin).
+	const reconnect = "    restart: \"no\"\n    environment:\n      RAY_gcs_rpc_server_reconnect_timeout_s: \"3\"\n"
 	s := upStandin(t, "services:\n  ray-worker-0:\n"+reconnect+"  ray-worker-1:\n"+reconnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mltrain/mltrain/internal/ray"
@@ -48,8 +49,8 @@ func checkJupyterEnv(ctx context.Context, e *env) outcome {
 	if err != nil {
 		return fail(fix, "container %s has %s=%q: %v", d.Name, ray.EnvAddress, addr, err)
 	}
-	if h := u.Hostname(); h != lab.HeadService && h != e.plan.Head.Container {
-		return fail(fix, "container %s has %s=%s, which is not the lab's head (%s)", d.Name, ray.EnvAddress, addr, lab.HeadService)
+	if !jupyterReachesHead(u, e.plan) {
+		return fail(fix, "container %s has %s=%s, which is not the lab's head (%s)", d.Name, ray.EnvAddress, addr, e.plan.JupyterRayAddress())
 	}
 	tok, _ := envValue(d.Env, ray.EnvToken)
 	if tok != e.d.Creds.RayAuthToken {
@@ -60,4 +61,17 @@ func checkJupyterEnv(ctx context.Context, e *env) outcome {
 		return fail(fix, "container %s has %s=%s, but %s %s: job submissions would get 401/403", d.Name, ray.EnvAddress, addr, ray.EnvToken, what)
 	}
 	return pass("container %s: %s=%s, %s is the lab's token", d.Name, ray.EnvAddress, addr, ray.EnvToken)
+}
+
+// jupyterReachesHead says whether u is the head's dashboard as Jupyter
+// reaches it: by the head's name on the lab's network, or, when Ray's nodes
+// are on the host network (a lab that accepts joins), at the host's address
+// and the dashboard's pinned port, as up renders it.
+func jupyterReachesHead(u *url.URL, p lab.Plan) bool {
+	if p.Network == lab.NetworkHost {
+		want, err := url.Parse(p.JupyterRayAddress())
+		return err == nil && u.Host == want.Host
+	}
+	h := u.Hostname()
+	return h == lab.HeadService || h == p.Head.Container
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -106,9 +107,16 @@ func checkNodes(ctx context.Context, e *env) outcome {
 		}
 	}
 	var problems, fixes []string
+	lost := lostHead(pairs, cs[lab.HeadService])
+	if len(lost) > 0 {
+		problems = append(problems, lab.LostHeadNote(lost, cs[lab.HeadService], time.Now(), e.cmd("up")))
+		fixes = appendOnce(fixes, e.cmd("up"))
+	}
 	for _, w := range e.plan.Workers {
 		p, ok := pairs[w.Service]
 		switch {
+		case slices.ContainsFunc(lost, func(l lab.WorkerNode) bool { return l.Service == w.Service }):
+			// Said above.
 		case !ok:
 			problems = append(problems, w.Service+": no container")
 			fixes = appendOnce(fixes, e.cmd("up"))
@@ -145,6 +153,16 @@ func checkNodes(ctx context.Context, e *env) outcome {
 		return pass("%s; %d planned", evidence, len(e.plan.Workers))
 	}
 	return fail(strings.Join(fixes, "; "), "%s; expected 1 head + %d workers: %s", evidence, len(e.plan.Workers), strings.Join(problems, "; "))
+}
+
+// lostHead are the running workers a restarted head does not know.
+func lostHead(pairs map[string]lab.WorkerNode, head docker.ContainerDetails) []lab.WorkerNode {
+	ps := make([]lab.WorkerNode, 0, len(pairs))
+	for _, p := range pairs {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Service < ps[j].Service })
+	return lab.LostHead(ps, head)
 }
 
 func appendOnce(s []string, v string) []string {

@@ -208,3 +208,31 @@ func TestJupyterChecks(t *testing.T) {
 		}, evidence: "no jupyter container", fix: "mltrain up"},
 	})
 }
+
+// On a lab that accepts joins, Ray's nodes are on the host network and
+// Jupyter reaches the head's dashboard at the host's address and pinned
+// port (lab.Plan.JupyterRayAddress); another port there, or ray-head (a name
+// Jupyter cannot resolve to a host-network head), fails.
+func TestJupyterRayAddressOnAHostNetworkLab(t *testing.T) {
+	hostLab := func(f *fixture, addr string) {
+		p := f.plan
+		p.Network, p.NodeIP, p.Bind = lab.NetworkHost, "10.52.3.7", "0.0.0.0"
+		p.Ports = map[string]int{lab.PortDashboard: 8265, lab.PortGCS: 6379}
+		f.setPlan(p)
+		f.eng.Containers["jupyter"].Env = []string{"RAY_ADDRESS=" + addr, "RAY_AUTH_TOKEN=" + token}
+	}
+	for addr, want := range map[string]Status{
+		"http://10.52.3.7:8265": Pass,
+		"http://10.52.3.7:8266": Fail,
+		"http://10.52.3.8:8265": Fail,
+		"http://ray-head:8265":  Fail,
+	} {
+		f := newFixture(t)
+		hostLab(f, addr)
+		c := find(t, f.run(Options{Only: []string{GroupJupyter}}), "jupyter.ray-address")
+		assert.Equal(t, want, c.Status, "%s: %s", addr, c.Evidence)
+		if want == Fail {
+			assert.Contains(t, c.Evidence, "not the lab's head (http://10.52.3.7:8265)", addr)
+		}
+	}
+}
