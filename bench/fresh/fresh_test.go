@@ -39,7 +39,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/gpu"
