@@ -23,7 +23,6 @@ import (
 // (src/ray/common/ray_config_def.h).
 const RayGCSReconnectTimeout = 60 * time.Second
 
-
 // LostHead are the workers that lost their head: running, absent from Ray's
 // node list, and started before the head container last started.
 func LostHead(pairs []WorkerNode, head docker.ContainerDetails) []WorkerNode {
