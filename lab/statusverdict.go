@@ -37,6 +37,9 @@ func (st *Status) findNotRunning() {
 // container, else an error naming those missing and those not running,
 // with the commands that fix them (mltrain up starts every service).
 func (st Status) Err() error {
+	if st.stateErr != nil {
+		return st.stateErr // the planned services cannot be known: never "no lab"
+	}
 	missing := st.MissingError()
 	if len(st.NotRunning) == 0 {
 		return missing
@@ -48,16 +51,16 @@ func (st Status) Err() error {
 		row := st.row(s)
 		states[i] = fmt.Sprintf("%s (%s)", s, row.State)
 		if row.WorkerIndex != nil {
-			starts = append(starts, fmt.Sprintf("'mltrain worker start %d'", *row.WorkerIndex))
+			starts = append(starts, "'"+st.commands.Line("worker", "start", fmt.Sprint(*row.WorkerIndex))+"'")
 		} else {
 			others = true
 		}
 	}
 	down := fmt.Errorf("%d planned service(s) not running: %s: %w", len(st.NotRunning), strings.Join(states, ", "), ErrServicesDown)
 	if missing != nil {
-		return clierr.Hintf("run 'mltrain up' to create and start them", "%w; %w", missing, down)
+		return clierr.Hintf("run '"+st.commands.Line("up")+"' to create and start them", "%w; %w", missing, down)
 	}
-	hint := "run 'mltrain up' to start them"
+	hint := "run '" + st.commands.Line("up") + "' to start them"
 	if !others {
 		hint = "run " + strings.Join(starts, ", then ")
 	}

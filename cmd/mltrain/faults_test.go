@@ -130,6 +130,7 @@ func TestFaultTable(t *testing.T) {
 			st := f.mltrain(append([]string{"status"}, f.lab()...)...)
 			assert.Contains(f.t, st.stdout+st.stderr, state+" is not valid JSON", "status names the file, never 'no state'")
 			assert.NotContains(f.t, st.stdout+st.stderr, "no lab state")
+			assert.Equal(f.t, 1, st.code, "status fails on a state file it cannot read")
 			require.NoError(f.t, os.Rename(state, state+".broken"))
 			upAgain(f)
 		},
