@@ -265,6 +265,13 @@ func TestFaultTable(t *testing.T) {
 		},
 	}}
 
+	runFaults(t, f, rows)
+}
+
+// runFaults runs rows in order against f: each row's command must end as
+// the row says; a row that fails stops the table, since the later rows
+// start from the lab it should have left.
+func runFaults(t *testing.T, f *faultLab, rows []fault) {
 	top := t
 	for _, r := range rows {
 		if !t.Run(r.name, func(t *testing.T) {
