@@ -37,7 +37,9 @@ func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).
 
 // newApp is the CLI's state before flags are parsed; tests replace connect.
 func newApp(out, errOut io.Writer) *app {
-	return &app{out: out, errOut: errOut, connect: connectEngine}
+	a := &app{out: out, errOut: errOut}
+	a.connect = a.connectEngine
+	return a
 }
 
 func (a *app) root() *cobra.Command {
