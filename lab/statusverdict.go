@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/mltrain/mltrain/internal/clierr"
@@ -28,7 +29,7 @@ func (st *Status) findNotRunning() {
 		st.NotRunning = append(st.NotRunning, s.Service)
 		if s.WorkerIndex == nil { // a worker's own next command comes with its Ray note
 			st.Notes = append(st.Notes, fmt.Sprintf("%s: container %s", s.Service, s.State))
-			st.next("mltrain up")
+			st.next("up")
 		}
 	}
 }
@@ -48,16 +49,16 @@ func (st Status) Err() error {
 		row := st.row(s)
 		states[i] = fmt.Sprintf("%s (%s)", s, row.State)
 		if row.WorkerIndex != nil {
-			starts = append(starts, fmt.Sprintf("'mltrain worker start %d'", *row.WorkerIndex))
+			starts = append(starts, "'"+st.commands.Line("worker", "start", strconv.Itoa(*row.WorkerIndex))+"'")
 		} else {
 			others = true
 		}
 	}
 	down := fmt.Errorf("%d planned service(s) not running: %s: %w", len(st.NotRunning), strings.Join(states, ", "), ErrServicesDown)
 	if missing != nil {
-		return clierr.Hintf("run 'mltrain up' to create and start them", "%w; %w", missing, down)
+		return clierr.Hintf("run '"+st.commands.Line("up")+"' to create and start them", "%w; %w", missing, down)
 	}
-	hint := "run 'mltrain up' to start them"
+	hint := "run '" + st.commands.Line("up") + "' to start them"
 	if !others {
 		hint = "run " + strings.Join(starts, ", then ")
 	}
