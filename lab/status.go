@@ -62,6 +62,7 @@ type Status struct {
 	LostHead []string `json:"lost_head,omitempty"`
 	nodeIP   string   // this host's node address when the nodes span hosts
 	commands Commands // writes Next for this lab
+	stateErr error    // state.json exists but cannot be read
 }
 
 // RemoteNode is a Ray node another host runs, as the head lists it.
@@ -207,6 +208,7 @@ func (st *Status) readPlan(dir StateDir) (State, bool) {
 		st.Notes = append(st.Notes, fmt.Sprintf("no lab state in %s (no %s): which services the lab should have is unknown", dir.Path(), StateFile))
 		return State{}, false
 	} else if err != nil {
+		st.stateErr = dir.unreadableState(err)
 		st.Notes = append(st.Notes, fmt.Sprintf("cannot read the planned services: %v", err))
 		return State{}, false
 	}

@@ -3,7 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mltrain/mltrain/internal/clierr"
@@ -38,6 +37,9 @@ func (st *Status) findNotRunning() {
 // container, else an error naming those missing and those not running,
 // with the commands that fix them (mltrain up starts every service).
 func (st Status) Err() error {
+	if st.stateErr != nil {
+		return st.stateErr // the planned services cannot be known: never "no lab"
+	}
 	missing := st.MissingError()
 	if len(st.NotRunning) == 0 {
 		return missing
@@ -49,7 +51,7 @@ func (st Status) Err() error {
 		row := st.row(s)
 		states[i] = fmt.Sprintf("%s (%s)", s, row.State)
 		if row.WorkerIndex != nil {
-			starts = append(starts, "'"+st.commands.Line("worker", "start", strconv.Itoa(*row.WorkerIndex))+"'")
+			starts = append(starts, "'"+st.commands.Line("worker", "start", fmt.Sprint(*row.WorkerIndex))+"'")
 		} else {
 			others = true
 		}

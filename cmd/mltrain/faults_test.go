@@ -130,6 +130,7 @@ func TestFaultTable(t *testing.T) {
 			st := f.mltrain(append([]string{"status"}, f.lab()...)...)
 			assert.Contains(f.t, st.stdout+st.stderr, state+" is not valid JSON", "status names the file, never 'no state'")
 			assert.NotContains(f.t, st.stdout+st.stderr, "no lab state")
+			assert.Equal(f.t, 1, st.code, "status fails on a state file it cannot read")
 			require.NoError(f.t, os.Rename(state, state+".broken"))
 			upAgain(f)
 		},
@@ -181,7 +182,7 @@ func TestFaultTable(t *testing.T) {
 		},
 		code: 1,
 		say:  `^host port ` + strconv.Itoa(f.opts.Ports[lab.PortJupyter]) + ` \(service jupyter\) is in use by another process on this host: .*address already in use$`,
-		next: `^find it with 'sudo ss -ltnp sport = :\d+' and stop it, or move the lab's port with --port jupyter=PORT, then '` + re(f.cmd("up")) + `'$`,
+		next: `^find it with 'sudo ss -ltnp sport = :\d+' and stop it, or move the lab's port with --port jupyter=PORT, then '` + re(f.cmd("up")) + ` [^']*--port dashboard=\d+ --port grafana=\d+ --port jupyter=\d+ [^']*'$`,
 		fix:  func() string { return f.cmd("up") },
 		recover: func(f *faultLab) {
 			release()
@@ -196,7 +197,7 @@ func TestFaultTable(t *testing.T) {
 			require.NoError(f.t, f.eng.ContainerStop(ctx, minio, 5*time.Second))
 			require.NoError(f.t, f.eng.ContainerStart(ctx, minio))
 		},
-		say:     `(?s)✓ bucket: "ray" in place.*✓ minio lab user: in place`, // MinIO's data outlived its process
+		say:     `(?s)✓ bucket: "ray" in place.*✓ minio lab user: unchanged`, // MinIO's data outlived its process
 		survive: func(f *faultLab) { assert.Equal(f.t, before, f.ids()) },
 	}, {
 		name:  "credentials lost with the state dir, the lab's volumes live",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -65,6 +66,16 @@ func (a *app) commands(c *cobra.Command, args []string) lab.Commands {
 			}
 		default:
 			switch {
+			case f.Value.Type() == "stringToInt" || f.Value.Type() == "stringToString":
+				// pflag prints a map as "[k=v,...]" in map order: give it
+				// back as the flag is typed, one --port k=v each, sorted.
+				pairs := strings.Split(strings.Trim(f.Value.String(), "[]"), ",")
+				sort.Strings(pairs)
+				for _, p := range pairs {
+					if p != "" {
+						ran = append(ran, name, p)
+					}
+				}
 			case f.Name == "ray-token":
 				ran = append(ran, name, "TOKEN") // never print a secret
 			case f.Value.Type() == "bool" && f.Value.String() == "true":

@@ -41,7 +41,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 				for _, n := range st.Notes {
 					fmt.Fprintf(a.out, "Note: %s\n", n)
 				}
-				return nil
+				return st.Err() // an unreadable state.json is an error, even with no container
 			}
 			printStatus(a, st)
 			if err := st.Err(); err != nil {

@@ -32,7 +32,7 @@ func TestStatusFailsForAPlannedServiceNotRunning(t *testing.T) {
 			assert.Equal(t, 1, clierr.Code(err))
 			assert.ErrorIs(t, err, lab.ErrServicesDown)
 			assert.Contains(t, err.Error(), "1 planned service(s) not running: minio ("+state+")")
-			assert.Equal(t, "run 'mltrain up' to start them", clierr.Hint(err))
+			assert.Equal(t, "run 'mltrain --project "+statusProject+" --state-dir "+s.dir.Path()+" up' to start them", clierr.Hint(err), "written for this lab")
 			assert.Regexp(t, `minio +stat-minio +`+state, out)
 
 			out, err = s.status(t, "--json")
@@ -52,5 +52,5 @@ func TestStatusFailsForAPlannedServiceNotRunning(t *testing.T) {
 	assert.ErrorIs(t, err, lab.ErrServicesDown)
 	assert.Contains(t, err.Error(), "have no container: grafana")
 	assert.Contains(t, err.Error(), "not running: minio (restarting)")
-	assert.Equal(t, "run 'mltrain up' to create and start them", clierr.Hint(err))
+	assert.Equal(t, "run 'mltrain --project "+statusProject+" --state-dir "+s.dir.Path()+" up' to create and start them", clierr.Hint(err))
 }

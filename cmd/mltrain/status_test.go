@@ -120,7 +120,7 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	require.Error(t, err, "a planned worker that is not running fails status, after showing why")
 	assert.Equal(t, 1, clierr.Code(err))
 	assert.EqualError(t, err, `lab "stat": 1 planned service(s) not running: ray-worker-0 (exited): planned services are not running`)
-	assert.Equal(t, "run 'mltrain worker start 0'", clierr.Hint(err), "the next step")
+	assert.Equal(t, "run 'mltrain --project "+statusProject+" --state-dir "+s.dir.Path()+" worker start 0'", clierr.Hint(err), "the next step, for this lab")
 	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* ALIVE \(container down, Ray has not noticed yet\)`, out)
 	assert.NotRegexp(t, `Ray: 3 of 3 nodes ALIVE\n`, out, "never N of N ALIVE alone")
 	assert.Contains(t, out, "Ray: 3 of 3 nodes ALIVE, including the node of ray-worker-0, whose container is down: Ray has not noticed yet")
