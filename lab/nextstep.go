@@ -101,6 +101,9 @@ func (c Commands) Hint(err error) string {
 	if h := clierr.Hint(err); h != "" {
 		return h
 	}
+	if n, ok := clierr.NextOf(err); ok {
+		return n.Write(c.Line)
+	}
 	var ne *nextError
 	if errors.As(err, &ne) {
 		return ne.next(c)

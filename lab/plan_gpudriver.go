@@ -1,10 +1,10 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mltrain/mltrain/dockerfiles"
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 )
@@ -29,7 +29,7 @@ func checkDevicesAndDriver(p *Plan, facts host.Facts, opts Options) error {
 	}
 	for _, pr := range gpu.CheckDriver(facts.GPUs, dockerfiles.DriverNeed()) {
 		if !pr.Warning() {
-			return clierr.Hintf(pr.Fix, "%s", pr.Message)
+			return withNext(errors.New(pr.Message), func(c Commands) string { return pr.FixWith(c.Line) })
 		}
 		if pr.Code != gpu.CodeDriverUnchecked {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s)", pr.Message, pr.Fix))

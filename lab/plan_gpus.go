@@ -13,20 +13,20 @@ import (
 func usableGPUs(r gpu.Report) ([]gpu.GPU, []string, error) {
 	if r.HardwareWithoutDriver() {
 		var msgs []string
-		first := "" // the first problem's own fix
+		var first *gpu.Problem // the first problem, whose own fix comes first
 		for _, pr := range r.Problems {
 			if pr.Code == gpu.CodeNoGPU {
 				continue
 			}
 			msgs = append(msgs, pr.Message)
-			if first == "" {
-				first = pr.Fix
+			if first == nil && pr.Fix != "" {
+				first = &pr
 			}
 		}
 		return nil, nil, withNext(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
 			strings.Join(msgs, "; ")), func(c Commands) string {
-			if first != "" {
-				return first + "; then run '" + c.Line("doctor") + "'"
+			if first != nil {
+				return first.FixWith(c.Line) + "; then run '" + c.Line("doctor") + "'"
 			}
 			return doctorHint(c)
 		})

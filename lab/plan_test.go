@@ -334,7 +334,7 @@ func TestDriverTooOldForTheWorkerImage(t *testing.T) {
 	_, err := NewPlan(f, Options{}, creds)
 	require.Error(t, err, "CUDA 12 wheels cannot run on a CUDA 11 driver")
 	assert.Contains(t, err.Error(), "515.105.01")
-	assert.NotEmpty(t, clierr.Hint(err))
+	assert.Contains(t, Commands{Project: "lab2"}.Hint(err), "'mltrain --project lab2 up --image-worker IMAGE'", "the fix acts on the user's lab")
 
 	_, err = NewPlan(f, Options{Images: map[Role]string{RoleWorker: "site/ray-cu118:2.54.0"}}, creds)
 	assert.NoError(t, err, "a replaced worker image brings its own CUDA")

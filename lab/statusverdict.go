@@ -28,7 +28,7 @@ func (st *Status) findNotRunning() {
 		st.NotRunning = append(st.NotRunning, s.Service)
 		if s.WorkerIndex == nil { // a worker's own next command comes with its Ray note
 			st.Notes = append(st.Notes, fmt.Sprintf("%s: container %s", s.Service, s.State))
-			st.next("mltrain up")
+			st.next("up")
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mltrain/mltrain/datasets/food11"
 )
@@ -30,7 +29,7 @@ func imagesAndDataStep(load *DataLoad) func(ctx context.Context, r *run) (string
 			o.CacheDir = r.dir.File("cache")
 		}
 		if o.Lock.Command == "" {
-			o.Lock.Command = "mltrain " + strings.Join(r.cmds.Ran, " ")
+			o.Lock.Command = r.cmds.Again()
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

@@ -42,7 +42,7 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 		if err := lab.CheckRayVersion(rayVersion); err != nil {
 			return err
 		}
-		v, err := buildVendor(ctx, vendor)
+		v, err := buildVendor(ctx, vendor, a.lab().Line("doctor"))
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 // buildVendor turns --vendor into the gpu.Vendor string dockerfiles.Specs
 // takes ("" for CPU). auto detects; GPU hardware that detection cannot use
 // is an error rather than a silent CPU build.
-func buildVendor(ctx context.Context, flag string) (string, error) {
+func buildVendor(ctx context.Context, flag, doctor string) (string, error) {
 	switch flag {
 	case "nvidia", "amd":
 		return flag, nil
@@ -104,7 +104,7 @@ func buildVendor(ctx context.Context, flag string) (string, error) {
 		for _, p := range rep.Problems {
 			msg += "; " + p.Message
 		}
-		return "", clierr.Hintf("fix the GPU setup ('mltrain doctor' shows how), or pick the image yourself: mltrain build --vendor nvidia|amd|cpu",
+		return "", clierr.Hintf("fix the GPU setup ('"+doctor+"' shows how), or pick the image yourself: mltrain build --vendor nvidia|amd|cpu",
 			"%s, so the worker image to build is unknown", msg)
 	}
 	return "", nil

@@ -50,7 +50,7 @@ func (a *app) dataCmd() *cobra.Command {
 				return err
 			}
 			o.CacheDir, o.Reporter = a.StateDir().File("cache"), rep
-			o.Lock.Command = "mltrain data food11"
+			o.Lock.Command = a.lab().Line("data", "food11")
 			res, err := food11.Run(cmd.Context(), eng, o)
 			done()
 			if err != nil {

@@ -27,6 +27,9 @@ Each row is pass, warn or fail with its fix; the exit status is 1 when any row f
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			deps := doctor.System(a.connect, host.Options{HostIP: hostIP})
 			res := doctor.Run(cmd.Context(), deps, doctor.Options{Project: a.project, Driver: dockerfiles.DriverNeed()})
+			for i, c := range res.Checks {
+				res.Checks[i].Fix = c.FixWith(a.lab().Line) // the commands act on this lab
+			}
 			if a.json {
 				if err := printJSON(a.out, res); err != nil {
 					return err

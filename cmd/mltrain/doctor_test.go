@@ -79,3 +79,17 @@ func TestDoctorDriverRowUsesTheImagesNeed(t *testing.T) {
 	assert.Regexp(t, `FAIL\s+amdgpu driver\s+amdgpu driver 6.7.0 is too old: the ROCm worker image carries ROCm 7.0.1`, out)
 	assert.Contains(t, out, "fix: install AMD's amdgpu driver for ROCm 7.0.1 (wget https://repo.radeon.com/amdgpu-install/7.0.1/")
 }
+
+// The fix column names commands on the lab doctor was asked about.
+func TestDoctorFixCarriesTheLabsFlags(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv(gpu.RootEnv, fixtures+"mi100x1")
+	dir := t.TempDir()
+	out, _, code := run(t, "doctor", "--project", "lab2", "--state-dir", dir, "--host-ip", "192.0.2.4")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "fix: run 'mltrain --project lab2 --state-dir "+dir+" up --share-gpu' to let two workers share this GPU", out)
+	out, _, _ = run(t, "doctor", "--json", "--project", "lab2", "--host-ip", "192.0.2.4")
+	var res doctor.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, "run 'mltrain --project lab2 up --share-gpu' to let two workers share this GPU", checkNamed(t, res, "gpus").Fix)
+}

@@ -10,17 +10,18 @@ import (
 
 // connectEngine opens the engine as the docker CLI would; when it cannot,
 // the hint names what pointed mltrain at it (DOCKER_HOST, a docker context)
-// and how to undo that, or says to start Docker.
-func connectEngine(ctx context.Context) (docker.Engine, error) {
+// and how to undo that, or says to start Docker, then to run doctor on
+// this lab.
+func (a *app) connectEngine(ctx context.Context) (docker.Engine, error) {
 	e, err := docker.Connect(ctx)
 	if err != nil {
-		return nil, clierr.WithHint(err, engineHint())
+		return nil, clierr.WithHint(err, engineHint(a.lab().Line("doctor")))
 	}
 	return e, nil
 }
 
-func engineHint() string {
-	const then = "; then run 'mltrain doctor'"
+func engineHint(doctor string) string {
+	then := "; then run '" + doctor + "'"
 	ep, err := docker.ResolveEndpoint()
 	if err != nil && ep.Context != "" { // a context that does not exist or cannot be read
 		undo := "run 'docker context use default'"

@@ -60,7 +60,7 @@ func printGPUs(a *app, rep gpu.Report) error {
 	if len(rep.Problems) > 0 {
 		fmt.Fprintln(a.out, "\nProblems:")
 		for _, p := range rep.Problems {
-			fmt.Fprintf(a.out, "  %s: %s\n    fix: %s\n", p.Code, p.Message, p.Fix)
+			fmt.Fprintf(a.out, "  %s: %s\n    fix: %s\n", p.Code, p.Message, p.FixWith(a.lab().Line))
 		}
 		fmt.Fprintf(a.out, "\nRun '%s' for the full readiness check.\n", a.lab().Line("doctor"))
 	}

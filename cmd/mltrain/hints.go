@@ -1,7 +1,6 @@
 package main
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
@@ -12,60 +11,8 @@ import (
 	"github.com/mltrain/mltrain/lab"
 )
 
-// labCommands read --project or --state-dir: a next step naming one of them
-// must carry the lab's non-default flags, or it would act on the default lab.
-var labCommands = []string{"up", "down", "status", "logs", "worker", "lab", "verify", "render", "credentials", "data", "doctor"}
-
-// mltrainCommand finds "mltrain <lab command>" in prose: at the start, or
-// after a space, a quote, a backtick or a parenthesis (never inside a name
-// such as mltrain-ray-head or ~/.mltrain/mltrain).
-var mltrainCommand = regexp.MustCompile("(^|[\\s'\"`(])mltrain +(" + strings.Join(labCommands, "|") + `)\b`)
-
-// commandEnd ends a command inside prose: a closing quote, a separator, a
-// parenthesis, a line break.
-const commandEnd = "'\"`;()\n&|"
-
-// labArgs are the global flags that choose this lab, as a command line
-// carries them; empty for the default lab. An invalid --project is not
-// carried (its own error says so).
-func (a *app) labArgs() string {
-	return strings.TrimSpace(strings.TrimPrefix(a.lab().Line(), "mltrain"))
-}
-
 // lab writes the command lines of next steps on this command's lab.
 func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
-
-// next gives every 'mltrain <command>' in an error's hint or a progress
-// message the lab's non-default --project and --state-dir, right after
-// "mltrain", unless that command already names one. It remains only for
-// the hints still written as plain text outside lab/: datasets/food11's,
-// the Fix texts of internal/doctor and internal/gpu, and engine.go's and
-// build.go's. lab/ writes every command it names with lab.Commands (its
-// own errors through Commands.Hint), and so does cmd elsewhere; new code
-// writes commands with lab.Commands, not for this pass.
-func (a *app) next(text string) string {
-	flags := a.labArgs()
-	if flags == "" || text == "" {
-		return text
-	}
-	var b strings.Builder
-	last := 0
-	for _, m := range mltrainCommand.FindAllStringSubmatchIndex(text, -1) {
-		at := m[2*2] // where the command word starts
-		rest := text[at:]
-		if i := strings.IndexAny(rest, commandEnd); i >= 0 {
-			rest = rest[:i]
-		}
-		if strings.Contains(rest, "--project") || strings.Contains(rest, "--state-dir") {
-			continue
-		}
-		b.WriteString(text[last:at])
-		b.WriteString(flags + " ")
-		last = at
-	}
-	b.WriteString(text[last:])
-	return b.String()
-}
 
 // rerunWith names a command's placeholders for its arguments in the next
 // steps (join's bundle is long and a secret: 'mltrain join BUNDLE').

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/lab"
 )
 
@@ -23,39 +25,13 @@ func appWith(project, stateDir string) *app {
 	return a
 }
 
-func TestNextCarriesTheLabsFlags(t *testing.T) {
-	a := appWith("ncaudit", "")
-	for in, want := range map[string]string{
-		"run 'mltrain lab guide' to see the exercises":                   "run 'mltrain --project ncaudit lab guide' to see the exercises",
-		"mltrain status; mltrain logs minio":                             "mltrain --project ncaudit status; mltrain --project ncaudit logs minio",
-		"'mltrain data food11' (if not done), then 'mltrain lab guide'.": "'mltrain --project ncaudit data food11' (if not done), then 'mltrain --project ncaudit lab guide'.",
-		"mltrain up (it creates the bucket)":                             "mltrain --project ncaudit up (it creates the bucket)",
-		"run `mltrain verify` again":                                     "run `mltrain --project ncaudit verify` again",
-		"delete it and run 'mltrain down --volumes && mltrain up'":       "delete it and run 'mltrain --project ncaudit down --volumes && mltrain --project ncaudit up'",
-		// already carried (a re-run line), another host's or the lab-less commands, names that only contain mltrain:
-		"run 'mltrain up --project ncaudit' again to finish":                                   "run 'mltrain up --project ncaudit' again to finish",
-		"produce it on the lab host with 'mltrain gpus --json > FILE'":                         "produce it on the lab host with 'mltrain gpus --json > FILE'",
-		"preload: 'mltrain images load FILE'":                                                  "preload: 'mltrain images load FILE'",
-		"docker stop mltrain-ray-head; docker compose -f ~/.mltrain/mltrain/compose.yaml logs": "docker stop mltrain-ray-head; docker compose -f ~/.mltrain/mltrain/compose.yaml logs",
-		"the mltrain Ray lab": "the mltrain Ray lab",
-		"":                    "",
-	} {
-		assert.Equal(t, want, a.next(in), in)
-	}
-
-	assert.Equal(t, "run 'mltrain lab guide'", appWith(lab.DefaultProject, "").next("run 'mltrain lab guide'"), "the default lab needs no flag")
-	assert.Equal(t, "run 'mltrain lab guide'", appWith("Bad Name", "").next("run 'mltrain lab guide'"), "an invalid --project is not carried")
-	assert.Equal(t, `run 'mltrain --project lab2 --state-dir "/srv/my labs/2" status'`,
-		appWith("lab2", "/srv/my labs/2").next("run 'mltrain status'"), "a path with a space is quoted")
-}
-
-// A rewritten next step is a command line mltrain takes: the flags before
-// the command reach it.
+// A next step is a command line mltrain takes: the lab's flags before the
+// command reach it.
 func TestNextStepsRun(t *testing.T) {
 	dir := lab.StateDir(t.TempDir())
 	c, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
-	step := appWith("ncaudit", dir.Path()).next("mltrain credentials --json")
+	step := appWith("ncaudit", dir.Path()).lab().Line("credentials", "--json")
 	words := strings.Fields(step)
 	require.Equal(t, "mltrain", words[0])
 	assert.Equal(t, []string{"--project", "ncaudit", "--state-dir", dir.Path(), "credentials", "--json"}, words[1:])
@@ -73,7 +49,7 @@ func TestNextStepsRun(t *testing.T) {
 	assert.Equal(t, c, got.Credentials)
 }
 
-// Errors' Next lines pass through next: after 'status --project ncaudit'
+// Errors' Next lines name the user's lab: after 'status --project ncaudit'
 // on a lab that is not there, the hint targets ncaudit.
 func TestErrorsNextLineCarriesTheLabsFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -99,7 +75,7 @@ func TestAFailedJoinNamesJoinsRerun(t *testing.T) {
 		root.SetArgs(args)
 		err := root.ExecuteContext(context.Background())
 		require.Error(t, err)
-		report(&errOut, err, a.next)
+		report(&errOut, err)
 		return clierr.Hint(err), errOut.String()
 	}
 	hint, stderr := failing("join", b.Encode(), "--workers", "2", "--share-gpu")
@@ -112,4 +88,16 @@ func TestAFailedJoinNamesJoinsRerun(t *testing.T) {
 	dir := t.TempDir()
 	hint, _ = failing("up", "--project", "lab2", "--state-dir", dir)
 	assert.Contains(t, hint, "then run 'mltrain --project lab2 --state-dir "+dir+" up' again")
+}
+
+// A failed food11 load below lab/ names its commands as words; the Next
+// line writes them for the lab the user named.
+func TestDataFood11HintCarriesTheLabsFlags(t *testing.T) {
+	dockertest.Engine(t) // skip only where no engine exists; CI requires one
+	dir := t.TempDir()
+	vol := fmt.Sprintf("mltrain-test-absent-%d", os.Getpid())
+	_, _, err := runCLI(t, "--project", "lab2", "--state-dir", dir, "data", "food11", "--verify", "--volume", vol)
+	var stderr bytes.Buffer
+	assert.Equal(t, clierr.ExitFailure, report(&stderr, err), "%v", err)
+	assert.Contains(t, stderr.String(), "Next: load it with 'mltrain --project lab2 --state-dir "+dir+" data food11 --volume "+vol+"'", stderr.String())
 }

@@ -19,7 +19,7 @@ func main() {
 	a := newApp(os.Stdout, os.Stderr)
 	err := a.root().ExecuteContext(ctx)
 	stop()
-	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:]), a.next))
+	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:])))
 }
 
 // withSignals returns a context that SIGINT or SIGTERM cancels with the

@@ -37,7 +37,9 @@ func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).
 
 // newApp is the CLI's state before flags are parsed; tests replace connect.
 func newApp(out, errOut io.Writer) *app {
-	return &app{out: out, errOut: errOut, connect: connectEngine}
+	a := &app{out: out, errOut: errOut}
+	a.connect = a.connectEngine
+	return a
 }
 
 func (a *app) root() *cobra.Command {
@@ -189,12 +191,12 @@ func rerunLine(args []string) string {
 }
 
 // report prints err as every command's error reads (the error, then the
-// Next line, written by next) and returns the exit code.
-func report(w io.Writer, err error, next func(string) string) int {
+// Next line) and returns the exit code.
+func report(w io.Writer, err error) int {
 	if err != nil && !clierr.IsSilent(err) {
 		fmt.Fprintf(w, "Error: %v\n", err)
 		if h := clierr.Hint(err); h != "" {
-			fmt.Fprintf(w, "Next: %s\n", next(h))
+			fmt.Fprintf(w, "Next: %s\n", h)
 		}
 	}
 	return clierr.Code(err)
@@ -212,27 +214,16 @@ func (a *app) StateDir() lab.StateDir {
 // on a terminal, otherwise one line per step. Call the returned func when done.
 func (a *app) reporter() (progress.Reporter, func()) {
 	if a.json {
-		return nextSteps{progress.NewJSON(a.errOut), a.next}, func() {}
+		return progress.NewJSON(a.errOut), func() {}
 	}
 	if liveTerminal(a.errOut) {
 		t := progress.NewTTY(a.errOut)
 		t.SetVerbose(a.verbose)
-		return nextSteps{t, a.next}, t.Close
+		return t, t.Close
 	}
 	l := progress.NewLines(a.errOut)
 	l.Verbose = a.verbose
-	return nextSteps{l, a.next}, func() {}
-}
-
-// nextSteps writes the commands that warnings and notes name for this lab.
-type nextSteps struct {
-	progress.Reporter
-	next func(string) string
-}
-
-func (n nextSteps) Report(e progress.Event) {
-	e.Message = n.next(e.Message)
-	n.Reporter.Report(e)
+	return l, func() {}
 }
 
 // liveTerminal reports whether w can show the live view: a terminal that

@@ -26,7 +26,7 @@ func runOffline(t *testing.T, args ...string) (string, string, int) {
 	}
 	root := a.root()
 	root.SetArgs(args)
-	code := report(&errOut, root.ExecuteContext(context.Background()), a.next)
+	code := report(&errOut, root.ExecuteContext(context.Background()))
 	return out.String(), errOut.String(), code
 }
 
@@ -102,7 +102,7 @@ func TestInterruptedSaysWhatStoppedAndHowToGoOn(t *testing.T) {
 	cause := fmt.Errorf("wait for mltrain-ray-head: %w", context.Canceled)
 
 	var stderr bytes.Buffer
-	code := report(&stderr, interrupted(ctx, cause, []string{"up", "--image-head", "my head:1"}), newApp(nil, nil).next)
+	code := report(&stderr, interrupted(ctx, cause, []string{"up", "--image-head", "my head:1"}))
 	assert.Equal(t, 130, code)
 	assert.Equal(t, "Error: interrupted: mltrain up --image-head \"my head:1\" stopped during: wait for mltrain-ray-head\n"+
 		"Next: run 'mltrain up --image-head \"my head:1\"' again to finish: a re-run converges from whatever is in place\n", stderr.String())

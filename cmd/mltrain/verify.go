@@ -37,7 +37,7 @@ The exit status is 1 when any check fails. Nothing in the lab is changed.`,
 			if err != nil && a.json && !printed {
 				// --json always prints JSON: tools ('mltrain fleet verify')
 				// parse stdout; an object says why there is no report.
-				f := verify.NewFailure(err, a.next(a.commands(cmd, nil).Hint(err)))
+				f := verify.NewFailure(err, a.commands(cmd, nil).Hint(err))
 				f.Project = a.project
 				if perr := printJSON(a.out, f); perr != nil {
 					return perr

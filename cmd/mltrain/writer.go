@@ -35,9 +35,6 @@ func (a *app) lockLab(cmd *cobra.Command, args []string, eng docker.Engine, noWa
 	} else {
 		words = append(words, args...)
 	}
-	if n, ok := rep.(nextSteps); ok {
-		rep = n.Reporter // the waiting line names the holder's command as it ran, not with this run's lab flags
-	}
 	l, err := lab.LockLab(cmd.Context(), lab.LockOptions{
 		Engine: eng.Host(), Project: a.project, Command: strings.Join(words, " "), NoWait: noWait,
 	}, rep)

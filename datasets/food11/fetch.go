@@ -132,7 +132,7 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		if errors.As(err, &he) && he.Code < 500 {
 			return out, clierr.WithHint(err, "check the URL, pass another mirror with --url, or a local copy with --zip PATH")
 		}
-		return out, clierr.WithHint(err, "run 'mltrain data food11' again to resume, pass another mirror with --url, or a local copy with --zip PATH")
+		return out, clierr.WithNext(err, clierr.Step("run '%s' again to resume, pass another mirror with --url, or a local copy with --zip PATH", "data", "food11"))
 	}
 	d, err := HashFile(ctx, part, o.Reporter)
 	if err != nil {

@@ -191,8 +191,8 @@ func strictErr(strict bool, volume string, warnings []string) error {
 	if !strict || len(warnings) == 0 {
 		return nil
 	}
-	return clierr.WithHint(fmt.Errorf("volume %s does not match the published Food-11 (--strict): %s", volume, strings.Join(warnings, "; ")),
-		"load the course's zip with 'mltrain data food11 --force', or drop --strict")
+	return clierr.WithNext(fmt.Errorf("volume %s does not match the published Food-11 (--strict): %s", volume, strings.Join(warnings, "; ")),
+		clierr.Step("load the course's zip with '%s', or drop --strict", "data", "food11", "--force"))
 }
 
 func staleReason(cur *Manifest, force bool) string {

@@ -74,10 +74,10 @@ func Verify(ctx context.Context, eng docker.Engine, o VerifyOptions) (Report, er
 		progress.Failed(o.Reporter, step, err)
 		return rep, err
 	}
-	hint := "load it again with 'mltrain data food11 --force --volume " + o.Volume + "'"
+	next := clierr.Step("load it again with '%s'", "data", "food11", "--force", "--volume", o.Volume)
 	if errors.Is(err, errNoRoot) {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("volume %s has no %s folder", o.Volume, Root))
-		hint = "load it with 'mltrain data food11 --volume " + o.Volume + "'"
+		next = clierr.Step("load it with '%s'", "data", "food11", "--volume", o.Volume)
 	} else if rep.Manifest == nil {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("volume %s has no manifest %s/%s: mltrain did not load it, or its load did not complete", o.Volume, Root, ManifestName))
 	} else {
@@ -104,11 +104,11 @@ func Verify(ctx context.Context, eng docker.Engine, o VerifyOptions) (Report, er
 	}
 	if o.Strict && len(rep.Warnings) > 0 {
 		rep.Problems = append(rep.Problems, "counts differ from the published Food-11 (--strict)")
-		hint = "load the course's Food-11 zip with 'mltrain data food11 --force', or drop --strict"
+		next = clierr.Step("load the course's Food-11 zip with '%s', or drop --strict", "data", "food11", "--force")
 	}
 	rep.OK = len(rep.Problems) == 0
 	if !rep.OK {
-		err := clierr.WithHint(fmt.Errorf("volume %s: %s", o.Volume, strings.Join(rep.Problems, "; ")), hint)
+		err := clierr.WithNext(fmt.Errorf("volume %s: %s", o.Volume, strings.Join(rep.Problems, "; ")), next)
 		progress.Failed(o.Reporter, step, err)
 		return rep, err
 	}

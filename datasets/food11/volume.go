@@ -63,7 +63,7 @@ func openHelper(ctx context.Context, eng docker.Engine, volume, image string, ex
 	v, err := eng.VolumeInspect(ctx, volume)
 	if err != nil {
 		if docker.IsNotFound(err) {
-			return nil, clierr.WithHint(fmt.Errorf("dataset volume %s does not exist: %w", volume, err), "load it with 'mltrain data food11 --volume "+volume+"'")
+			return nil, clierr.WithNext(fmt.Errorf("dataset volume %s does not exist: %w", volume, err), clierr.Step("load it with '%s'", "data", "food11", "--volume", volume))
 		}
 		return nil, fmt.Errorf("dataset volume %s: %w", volume, err)
 	}
@@ -202,8 +202,8 @@ func (h *helper) recreate(ctx context.Context) error {
 	h.close()
 	if err := h.eng.VolumeRemove(ctx, h.volume); err != nil {
 		if docker.IsConflict(err) {
-			return clierr.WithHint(fmt.Errorf("dataset volume %s must be emptied for the new load but is in use by a container: %w", h.volume, err),
-				"stop the containers that mount it ('mltrain down' keeps the volume), then run 'mltrain data food11' again")
+			return clierr.WithNext(fmt.Errorf("dataset volume %s must be emptied for the new load but is in use by a container: %w", h.volume, err),
+				clierr.Next{Text: "stop the containers that mount it ('%s' keeps the volume), then run '%s' again", Commands: [][]string{{"down"}, {"data", "food11"}}})
 		}
 		return fmt.Errorf("remove dataset volume %s to rebuild it: %w", h.volume, err)
 	}
@@ -250,8 +250,8 @@ func (h *helper) readManifest(ctx context.Context) (*Manifest, error) {
 		}
 		var m Manifest
 		if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&m); err != nil {
-			return nil, clierr.WithHint(fmt.Errorf("manifest %s in volume %s is unreadable: %w", rel, h.volume, err),
-				"rebuild the volume with 'mltrain data food11 --force'")
+			return nil, clierr.WithNext(fmt.Errorf("manifest %s in volume %s is unreadable: %w", rel, h.volume, err),
+				clierr.Step("rebuild the volume with '%s'", "data", "food11", "--force"))
 		}
 		if m.Counts == nil {
 			m.Counts = Counts{}

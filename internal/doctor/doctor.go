@@ -37,6 +37,17 @@ type Check struct {
 	Status Status `json:"status"`
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
+	// Next is Fix's structure when it names mltrain commands: the command
+	// layer writes them for the lab the user means (FixWith).
+	Next *clierr.Next `json:"-"`
+}
+
+// FixWith is the fix with its mltrain commands written by line.
+func (c Check) FixWith(line func(words ...string) string) string {
+	if c.Next != nil {
+		return c.Next.Write(line)
+	}
+	return c.Fix
 }
 
 // Result is the whole report; OK is false when any check failed.
@@ -135,6 +146,16 @@ func (r *Result) add(name string, s Status, detail, fix string) {
 	r.Checks = append(r.Checks, Check{Name: name, Status: s, Detail: detail, Fix: fix})
 }
 
+// addProblem adds the row of a GPU problem, its fix's commands kept as words.
+func (r *Result) addProblem(name string, p gpu.Problem) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: status(p), Detail: p.Message, Fix: p.Fix, Next: p.Next})
+}
+
+// addNext adds a row whose fix names mltrain commands.
+func (r *Result) addNext(name string, s Status, detail string, fix clierr.Next) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: s, Detail: detail, Fix: fix.String(), Next: &fix})
+}
+
 func checkEngine(ctx context.Context, d Deps, r *Result) (docker.Engine, docker.Info, error) {
 	eng, err := d.Connect(ctx)
 	if err != nil {
@@ -184,11 +205,11 @@ func checkGPUs(rep gpu.Report, err error, r *Result) {
 	case n >= 2:
 		r.add("gpus", Pass, describeGPUs(rep.GPUs), "")
 	case n == 1:
-		r.add("gpus", Warn, describeGPUs(rep.GPUs)+"; the standard lab has one Ray worker per GPU and needs 2",
-			"run 'mltrain up --share-gpu' to let two workers share this GPU")
+		r.addNext("gpus", Warn, describeGPUs(rep.GPUs)+"; the standard lab has one Ray worker per GPU and needs 2",
+			clierr.Next{Text: "run '%s' to let two workers share this GPU", Commands: [][]string{{"up", "--share-gpu"}}})
 	case rep.HardwareWithoutDriver():
-		r.add("gpus", Fail, "GPU hardware is present but not usable (see the rows below)",
-			"fix the rows below, then run 'mltrain doctor' again")
+		r.addNext("gpus", Fail, "GPU hardware is present but not usable (see the rows below)",
+			clierr.Next{Text: "fix the rows below, then run '%s' again", Commands: [][]string{{"doctor"}}})
 	default:
 		r.add("gpus", Warn, "no GPU hardware: 'mltrain up' will build a CPU-only rehearsal of the lab",
 			"lease a GPU node (2x NVIDIA A100 or 2x AMD MI100) for the real lab")
@@ -197,7 +218,7 @@ func checkGPUs(rep gpu.Report, err error, r *Result) {
 		if p.Code == gpu.CodeNoGPU {
 			continue
 		}
-		r.add("gpu "+p.Code, status(p), p.Message, p.Fix)
+		r.addProblem("gpu "+p.Code, p)
 	}
 }
 
@@ -229,7 +250,7 @@ func checkDriver(rep gpu.Report, need gpu.DriverNeed, r *Result) {
 			r.add(driverRow[v], Pass, rep.DriverSummary(v)+"; "+need.Describe(v), "")
 			continue
 		}
-		r.add(driverRow[v], status(*found), found.Message, found.Fix)
+		r.addProblem(driverRow[v], *found)
 	}
 }
 
@@ -313,8 +334,8 @@ func checkPorts(ctx context.Context, d Deps, o Options, eng docker.Engine, r *Re
 			if o.Project != "" && c.Labels[labels.Project] == o.Project {
 				r.add(name, Pass, fmt.Sprintf("published by this lab's container %s", c.Name), "")
 			} else {
-				r.add(name, Fail, fmt.Sprintf("in use by container %s (%s)", c.Name, c.Image),
-					fmt.Sprintf("stop it ('docker stop %s') or remove it, then run 'mltrain doctor' again", c.Name))
+				r.addNext(name, Fail, fmt.Sprintf("in use by container %s (%s)", c.Name, c.Image),
+					clierr.Next{Text: "stop it ('docker stop " + strings.ReplaceAll(c.Name, "%", "%%") + "') or remove it, then run '%s' again", Commands: [][]string{{"doctor"}}})
 			}
 			continue
 		}

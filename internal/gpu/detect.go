@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"github.com/mltrain/mltrain/internal/clierr"
 	"strings"
 )
 
@@ -58,9 +59,9 @@ func Detect(ctx context.Context, opts Options) (Report, error) {
 	rep.Problems = append(rep.Problems, explainPCI(pci, rep.GPUs, nvr.state, kfd.present)...)
 
 	if len(rep.GPUs) == 0 && !rep.HardwareWithoutDriver() {
-		rep.Problems = append(rep.Problems, Problem{Code: CodeNoGPU,
-			Message: fmt.Sprintf("no NVIDIA or AMD GPU found (NVML, %s, %s)", under(root, kfdNodes), under(root, pciDevices)),
-			Fix:     "lease a GPU node for the real lab; on this host 'mltrain up' runs a CPU-only rehearsal"})
+		rep.Problems = append(rep.Problems, *withFix(&Problem{Code: CodeNoGPU,
+			Message: fmt.Sprintf("no NVIDIA or AMD GPU found (NVML, %s, %s)", under(root, kfdNodes), under(root, pciDevices))},
+			clierr.Step("lease a GPU node for the real lab; on this host '%s' runs a CPU-only rehearsal", "up")))
 	}
 	return rep, nil
 }

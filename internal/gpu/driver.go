@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/mltrain/mltrain/internal/clierr"
 	"os"
 	"strconv"
 	"strings"
@@ -180,9 +181,9 @@ func checkNVIDIADriver(r Report, n CUDANeed) *Problem {
 		if r.CUDADriver != "" {
 			older = "CUDA " + r.CUDADriver + " or older"
 		}
-		return &Problem{Code: CodeDriverTooOld,
-			Message: fmt.Sprintf("%s is too old: %s; PyTorch would say \"The NVIDIA driver on your system is too old\" and every GPU job would fail", found, needs),
-			Fix:     fmt.Sprintf("%s; or replace the worker image with one whose PyTorch is built for %s: 'mltrain up --image-worker IMAGE'", upgrade, older)}
+		return withFix(&Problem{Code: CodeDriverTooOld,
+			Message: fmt.Sprintf("%s is too old: %s; PyTorch would say \"The NVIDIA driver on your system is too old\" and every GPU job would fail", found, needs)},
+			clierr.Step(literal(upgrade)+"; or replace the worker image with one whose PyTorch is built for "+literal(older)+": '%s'", "up", "--image-worker", "IMAGE"))
 	case compat:
 		return &Problem{Code: CodeDriverCompat,
 			Message: fmt.Sprintf("%s predates CUDA %s: %s runs on it only through CUDA minor-version compatibility, so PyTorch's prebuilt kernels work but code that JIT-compiles PTX made by CUDA %s (custom CUDA extensions, NVRTC kernels) fails with cudaErrorUnsupportedPtxVersion",
@@ -203,9 +204,9 @@ func checkAMDGPUDriver(r Report, n ROCmNeed) *Problem {
 		n.Image, n.Version, n.MinRelease, n.MinModule)
 	install := fmt.Sprintf("install AMD's amdgpu driver for ROCm %s (%s), then 'sudo reboot'", n.Version, n.Install)
 	if r.AMDGPUDriver == "" {
-		return &Problem{Code: CodeDriverUnchecked,
-			Message: fmt.Sprintf("amdgpu driver not checked: %s is absent, so this is the kernel's own amdgpu, which carries no version; %s", amdgpuModuleVersion, needs),
-			Fix:     "nothing to do while 'mltrain verify' passes its GPU checks; for a pair AMD supports, " + install}
+		return withFix(&Problem{Code: CodeDriverUnchecked,
+			Message: fmt.Sprintf("amdgpu driver not checked: %s is absent, so this is the kernel's own amdgpu, which carries no version; %s", amdgpuModuleVersion, needs)},
+			clierr.Step("nothing to do while '%s' passes its GPU checks; for a pair AMD supports, "+literal(install), "verify"))
 	}
 	v, err := parseVersion(r.AMDGPUDriver)
 	if err != nil {
@@ -214,9 +215,9 @@ func checkAMDGPUDriver(r Report, n ROCmNeed) *Problem {
 			Fix:     "check the driver with 'modinfo amdgpu'; for a pair AMD supports, " + install}
 	}
 	if compareVersions(v, minModule) < 0 {
-		return &Problem{Code: CodeDriverTooOld,
-			Message: fmt.Sprintf("%s is too old: %s, so GPU jobs would fail in the HIP runtime", found, needs),
-			Fix:     install + "; or replace the worker image with one built for this driver's ROCm: 'mltrain up --image-worker IMAGE'"}
+		return withFix(&Problem{Code: CodeDriverTooOld,
+			Message: fmt.Sprintf("%s is too old: %s, so GPU jobs would fail in the HIP runtime", found, needs)},
+			clierr.Step(literal(install)+"; or replace the worker image with one built for this driver's ROCm: '%s'", "up", "--image-worker", "IMAGE"))
 	}
 	return nil
 }

@@ -6,6 +6,12 @@
 // `mltrain render --gpus-from` reads it, and instructors' scripts consume it.
 package gpu
 
+import (
+	"strings"
+
+	"github.com/mltrain/mltrain/internal/clierr"
+)
+
 // Vendor of a GPU.
 type Vendor string
 
@@ -36,6 +42,9 @@ type Problem struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Fix     string `json:"fix"`
+	// Next is Fix's structure when it names mltrain commands: the command
+	// layer writes them for the lab the user means (FixWith).
+	Next *clierr.Next `json:"-"`
 	// Vendor the problem concerns ("" when none, e.g. no-gpu). Not part of
 	// the stable JSON; doctor uses it to decide which plumbing to check.
 	Vendor Vendor `json:"-"`
@@ -103,3 +112,20 @@ const (
 	CodeDriverCompat    = "driver-minor-compat" // runs through CUDA minor-version compatibility, with limits
 	CodeDriverUnchecked = "driver-unchecked"    // the driver's version is unknown, so it was not compared
 )
+
+// FixWith is the fix with its mltrain commands written by line.
+func (p Problem) FixWith(line func(words ...string) string) string {
+	if p.Next != nil {
+		return p.Next.Write(line)
+	}
+	return p.Fix
+}
+
+// withFix gives p a fix that names mltrain commands.
+func withFix(p *Problem, n clierr.Next) *Problem {
+	p.Fix, p.Next = n.String(), &n
+	return p
+}
+
+// literal is s inside a Next's format text.
+func literal(s string) string { return strings.ReplaceAll(s, "%", "%%") }

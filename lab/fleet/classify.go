@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -64,17 +65,17 @@ func classify(n verify.Node, h Host, o Options, out []byte, r ran) verify.Node {
 		// before verify --json printed its failures, no lab was only said on stderr
 		jsonErr != nil && strings.Contains(r.stderr, "no lab state at"):
 		n.State, n.Detail = NoLab, firstOf(a.Error, r.stderr)
-		n.Fix = fmt.Sprintf("the student runs 'mltrain up' on %s (or pass the lab's --project/--state-dir)", h.Spec)
+		n.Fix = fmt.Sprintf("the student runs '%s' on %s (or pass the lab's --project/--state-dir)", o.line("up"), h.Spec)
 	case jsonErr == nil && a.Error != "":
 		n.State, n.Detail = Failed, "verify could not run: "+a.Error
-		n.Fix = firstOf(a.Next, "log in (ssh "+h.Spec+") and run 'mltrain verify'")
+		n.Fix = firstOf(a.Next, "log in (ssh "+h.Spec+") and run '"+o.line("verify")+"'")
 	case jsonErr == nil && len(a.Checks) > 0:
 		rep := a.Report
 		n.Report = &rep
 		n.State = Passed
 		if !rep.OK || rep.Failed > 0 {
 			n.State, n.Detail = Failed, "failed: "+strings.Join(rep.FailedIDs(), ", ")
-			n.Fix = "see each failed check's fix (--html FILE shows them), or log in and run 'mltrain verify'"
+			n.Fix = "see each failed check's fix (--html FILE shows them), or log in and run '" + o.line("verify") + "'"
 		}
 	case r.exit == 126 || r.exit == 127: // the shell's "not executable" and "not found"
 		n.State, n.Detail = NoMltrain, fmt.Sprintf("%s is not on %s (%s)", o.Mltrain, h.Spec, firstOf(r.stderr, fmt.Sprintf("exit status %d", r.exit)))
@@ -108,4 +109,10 @@ func tail(s string, n int) string {
 		}
 	}
 	return strings.Join(lines[max(0, len(lines)-n):], " / ")
+}
+
+// line is the command line of words on the lab the hosts are asked about,
+// as each host's own verify runs.
+func (o Options) line(words ...string) string {
+	return lab.Commands{Project: o.Project, StateDir: o.StateDir}.Line(words...)
 }

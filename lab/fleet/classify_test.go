@@ -45,6 +45,9 @@ func TestClassify(t *testing.T) {
 			assert.NotNil(t, n.Report, c.name)
 		}
 	}
+	o.Project, o.StateDir = "lab2", "/srv/lab2"
+	n := classify(verify.Node{Host: h.Spec}, h, o, nil, ran{exit: 1, stderr: "Error: no lab state at /x"})
+	assert.Contains(t, n.Fix, "'mltrain --project lab2 --state-dir /srv/lab2 up' on "+h.Spec, "the fix names the lab the hosts were asked about")
 }
 
 func TestTail(t *testing.T) {

@@ -162,7 +162,7 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 	defer cancel()
 	timedOut := func(what string) verify.Node {
 		n.State, n.Detail = TimedOut, fmt.Sprintf("no answer within --timeout %s (%s)", o.Timeout, what)
-		n.Fix = "raise --timeout, or log in (ssh " + h.Spec + ") and run 'mltrain status'"
+		n.Fix = "raise --timeout, or log in (ssh " + h.Spec + ") and run '" + o.line("status") + "'"
 		return n
 	}
 

@@ -46,7 +46,7 @@ func checkHostGPUs(ctx context.Context, e *env) outcome {
 			}
 			msgs = append(msgs, p.Message)
 			if p.Fix != "" && fix == doctor {
-				fix = p.Fix
+				fix = p.FixWith(e.cmd)
 			}
 		}
 		return fail(fix, "GPU hardware is present but not usable: %s", strings.Join(msgs, "; "))
