@@ -94,22 +94,33 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
+// ReadSubmitRequest reads POST /api/jobs/'s body as Ray's job_head does:
+// Ray strips null values, then builds the JobSubmitRequest dataclass, so an
+// unknown key, a missing entrypoint or a local working_dir is a 400 with
+// Ray's text. It writes that answer and returns false on a bad request.
+func ReadSubmitRequest(w http.ResponseWriter, r *http.Request) (ray.SubmitRequest, bool) {
 	body, _ := io.ReadAll(r.Body)
-	// Ray strips null values, then builds a dataclass: unknown keys are a 400.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req ray.SubmitRequest
 	if err := dec.Decode(&req); err != nil {
 		http.Error(w, "TypeError: JobSubmitRequest.__init__() got an unexpected keyword argument: "+err.Error(), http.StatusBadRequest)
-		return
+		return req, false
 	}
 	if req.Entrypoint == "" {
 		http.Error(w, "TypeError: missing required argument 'entrypoint'", http.StatusBadRequest)
-		return
+		return req, false
 	}
 	if wd, ok := req.RuntimeEnv["working_dir"].(string); ok && !strings.Contains(wd, "://") {
 		http.Error(w, fmt.Sprintf("ValueError: working_dir %q is a local path", wd), http.StatusBadRequest)
+		return req, false
+	}
+	return req, true
+}
+
+func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
+	req, ok := ReadSubmitRequest(w, r)
+	if !ok {
 		return
 	}
 	j, err := h.c.Submit(req.SubmissionID, req)

@@ -15,7 +15,6 @@
 package raytest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 )
 
 // Job is the server's record of one submission.
@@ -223,21 +223,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	// Ray strips null values, then builds a dataclass: unknown keys are a 400.
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var req ray.SubmitRequest
-	if err := dec.Decode(&req); err != nil {
-		http.Error(w, "TypeError: JobSubmitRequest.__init__() got an unexpected keyword argument: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if req.Entrypoint == "" {
-		http.Error(w, "TypeError: missing required argument 'entrypoint'", http.StatusBadRequest)
-		return
-	}
-	if wd, ok := req.RuntimeEnv["working_dir"].(string); ok && !strings.Contains(wd, "://") {
-		http.Error(w, fmt.Sprintf("ValueError: working_dir %q is a local path", wd), http.StatusBadRequest)
+	req, ok := raymodel.ReadSubmitRequest(w, r) // one reading of Ray's request rules
+	if !ok {
 		return
 	}
 	id := req.SubmissionID
