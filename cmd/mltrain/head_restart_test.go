@@ -24,7 +24,9 @@ const headRestartOverride = "services:\n" +
 func (s *standin) status(t *testing.T) lab.Status {
 	t.Helper()
 	stdout, stderr, code := runBin(t, binRun{args: append([]string{"status", "--json"}, s.lab()...), env: s.env})
-	require.Equal(t, 0, code, stderr)
+	// 1 is status's verdict while a planned service is not running (a
+	// worker Docker is restarting); its JSON is printed either way.
+	require.Contains(t, []int{0, 1}, code, stderr)
 	var st lab.Status
 	require.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
 	return st
@@ -58,10 +60,12 @@ func TestHeadRestartTheWorkersRejoin(t *testing.T) {
 	require.NoError(t, err, "docker restart %s: %s", head, out)
 
 	var st lab.Status
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		st = s.status(t)
 		return len(st.LostHead) == 2
-	}, 30*time.Second, 500*time.Millisecond, "status never said the workers lost their head: %+v", st)
+	}, 30*time.Second, 500*time.Millisecond) {
+		t.Fatalf("status never said the workers lost their head; last: %+v", st)
+	}
 	assert.Equal(t, []string{"ray-worker-0", "ray-worker-1"}, st.LostHead)
 	assert.Contains(t, st.Ray, "1 of 1 nodes ALIVE; the workers lost their head")
 	require.NotEmpty(t, st.Next)
@@ -70,10 +74,12 @@ func TestHeadRestartTheWorkersRejoin(t *testing.T) {
 	assert.Contains(t, text, "ray-worker-0, ray-worker-1 lost their head")
 
 	// The raylets give up; Docker starts the containers again; they join.
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		st = s.status(t)
 		return workersAlive(st) == 2 && len(st.LostHead) == 0
-	}, 90*time.Second, time.Second, "the workers never rejoined the restarted head: %+v", st)
+	}, 90*time.Second, time.Second) {
+		t.Fatalf("the workers never rejoined the restarted head; last: %+v", st)
+	}
 	assert.Equal(t, "3 of 3 nodes ALIVE", st.Ray)
 	ctx := context.Background()
 	hd, err := s.eng.ContainerInspect(ctx, head)
