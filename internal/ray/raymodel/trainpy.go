@@ -322,12 +322,23 @@ func round1(d time.Duration) float64 {
 // event is one event line as it reaches the job log: from a Ray worker when
 // ip is set (Ray prefixes worker output), else from the driver.
 func event(ip, kind string, at time.Time, fields map[string]any) string {
+	return EventLine(ip, kind, at, fields, false)
+}
+
+// EventLine is one line of train.py's event contract as Ray's job log
+// shows it: the Train worker's prefix when ip is set (with the ANSI colour
+// Ray's log may carry around it, when colored), the marker, the JSON.
+// Both Ray doubles write their logs with it.
+func EventLine(ip, kind string, at time.Time, fields map[string]any, colored bool) string {
 	rec := map[string]any{"event": kind, "time": float64(at.UnixNano()) / 1e9}
 	for k, v := range fields {
 		rec[k] = v
 	}
 	prefix := ""
-	if ip != "" {
+	switch {
+	case ip != "" && colored:
+		prefix = fmt.Sprintf("\x1b[36m(RayTrainWorker pid=4242, ip=%s)\x1b[0m ", ip)
+	case ip != "":
 		prefix = fmt.Sprintf("(RayTrainWorker pid=4242, ip=%s) ", ip)
 	}
 	return prefix + EventMarker + " " + mustJSON(rec) + "\n"

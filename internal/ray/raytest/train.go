@@ -7,12 +7,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
-)
-
-// The markers of workspace/train.py's log contract.
-const (
-	eventMarker  = "MLTRAIN_EVENT"
-	resultMarker = "MLTRAIN_RESULT"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 )
 
 // TrainRun plays workspace/train.py's Ray Train run (--mode ray, one
@@ -195,7 +190,7 @@ func (t *TrainRun) Step(id string, j *Job) {
 		if n := len(st.registered); n > 0 {
 			res["checkpoint"] = bucket + "/" + id + "/" + st.registered[n-1].Name
 		}
-		j.Logs += fmt.Sprintf("%s %s\n", resultMarker, mustJSON(res))
+		j.Logs += fmt.Sprintf("%s %s\n", raymodel.ResultMarker, mustJSON(res))
 		SetStatus(j, ray.Succeeded, "Job finished successfully.", now)
 	default:
 		if st.wait--; st.wait > 0 {
@@ -270,7 +265,7 @@ func (t *TrainRun) nextUp(prev int) int {
 }
 
 func (t *TrainRun) fail(j *Job, msg string, now time.Time) {
-	j.Logs += fmt.Sprintf("%s %s\n", resultMarker, mustJSON(map[string]any{"mode": "ray", "ok": false, "error": msg}))
+	j.Logs += fmt.Sprintf("%s %s\n", raymodel.ResultMarker, mustJSON(map[string]any{"mode": "ray", "ok": false, "error": msg}))
 	SetStatus(j, ray.Failed, msg, now)
 }
 
@@ -282,18 +277,10 @@ func (t *TrainRun) workerEvent(id string, node int, now time.Time) string {
 
 func nodeID(ip string) string { return "node-" + ip }
 
-// line is one event line as it reaches the job log: from a Ray Train worker
-// when ip is set (Ray prefixes worker output), else from the driver.
+// line is one event line as it reaches the job log, coloured as Ray's
+// worker prefix often is (the parser must see through it).
 func line(ip, kind string, at time.Time, fields map[string]any) string {
-	rec := map[string]any{"event": kind, "time": float64(at.UnixNano()) / 1e9}
-	for k, v := range fields {
-		rec[k] = v
-	}
-	prefix := ""
-	if ip != "" {
-		prefix = fmt.Sprintf("\x1b[36m(RayTrainWorker pid=4242, ip=%s)\x1b[0m ", ip)
-	}
-	return prefix + eventMarker + " " + mustJSON(rec) + "\n"
+	return raymodel.EventLine(ip, kind, at, fields, true)
 }
 
 func mustJSON(v any) string {

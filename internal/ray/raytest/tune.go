@@ -1,6 +1,10 @@
 package raytest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
+)
 
 // How a Tune trial ends, in train.py's tune MLTRAIN_RESULT ("end").
 const (
@@ -32,7 +36,7 @@ func TuneResult(maxT int, trials []TuneTrial) string {
 		"ok": n[EndError] == 0 && len(trials) > 0, "fit_seconds": 120.5, "trials": rows, "best": best,
 		"completed": n[EndMaxT], "stopped_by_scheduler": n[EndScheduler], "ended_by_script": n[EndScript],
 		"errored": n[EndError], "stopped_early": n[EndScheduler]}
-	return resultMarker + " " + mustJSON(res) + "\n"
+	return raymodel.ResultMarker + " " + mustJSON(res) + "\n"
 }
 
 // LegacyTuneResult is the line a train.py older than the per-trial ends
@@ -55,7 +59,7 @@ func LegacyTuneResult(maxT int, trials []TuneTrial) string {
 	res := map[string]any{"mode": "tune", "run": "tune-run", "num_samples": len(trials), "max_t": maxT,
 		"ok": errored == 0 && len(trials) > 0, "fit_seconds": 120.5, "trials": rows, "best": best,
 		"stopped_early": early, "completed": done, "errored": errored}
-	return resultMarker + " " + mustJSON(res) + "\n"
+	return raymodel.ResultMarker + " " + mustJSON(res) + "\n"
 }
 
 func tuneRows(maxT int, trials []TuneTrial, withEnd bool) ([]map[string]any, map[string]any) {
