@@ -116,9 +116,9 @@ func (d StateDir) MakeJoinBundle() (JoinBundle, error) {
 		return JoinBundle{}, clierr.Hintf("run 'mltrain join-token' on the lab's first host", "this host joined lab %q: its join line comes from the lab's first host", p.Joined.Lab)
 	}
 	if p.Network != NetworkHost {
-		return JoinBundle{}, withNext(fmt.Errorf("lab %q does not accept other hosts: it was brought up without --allow-join", p.Project), func(c Commands) string {
-			return "run '" + c.Line("up", "--allow-join") + "' first (it restarts the Ray nodes on the host network), then '" + c.Line("join-token") + "'"
-		})
+		return JoinBundle{}, clierr.WithNext(fmt.Errorf("lab %q does not accept other hosts: it was brought up without --allow-join", p.Project), clierr.Next{
+			Text:     "run '%s' first (it restarts the Ray nodes on the host network), then '%s'",
+			Commands: [][]string{{"up", "--allow-join"}, {"join-token"}}})
 	}
 	c, err := d.Credentials()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 )
@@ -22,16 +23,12 @@ func Logs(ctx context.Context, eng docker.Engine, project, service string, follo
 	}
 	if len(list) == 0 {
 		if service != "" {
-			return withNext(fmt.Errorf("lab %q has no service %q", project, service), func(c Commands) string {
-				return "run '" + c.Line("status") + "' to see the lab's services"
-			})
+			return clierr.WithNext(fmt.Errorf("lab %q has no service %q", project, service), clierr.Step("run '%s' to see the lab's services", "status"))
 		}
-		return withNext(fmt.Errorf("lab %q has no containers", project), func(c Commands) string { return "run '" + c.Line("up") + "'" })
+		return clierr.WithNext(fmt.Errorf("lab %q has no containers", project), clierr.Step("run '%s'", "up"))
 	}
 	if len(list) > 1 && follow {
-		return withNext(errors.New("-f follows one service at a time"), func(c Commands) string {
-			return "name one service, e.g. '" + c.Line("logs", HeadService, "-f") + "'"
-		})
+		return clierr.WithNext(errors.New("-f follows one service at a time"), clierr.Step("name one service, e.g. '%s'", "logs", HeadService, "-f"))
 	}
 	for _, c := range list {
 		if len(list) > 1 {

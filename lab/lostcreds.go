@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 )
@@ -43,9 +44,8 @@ func refuseLostCredentials(ctx context.Context, eng docker.Engine, dir StateDir,
 	if len(held) == 0 {
 		return nil
 	}
-	return withNext(fmt.Errorf("lab %q's volumes %s hold data made with credentials that %s no longer has (the file is missing): new ones would not open them",
-		project, strings.Join(held, ", "), path), func(c Commands) string {
-		return "restore " + path + " from a backup and run '" + c.Line("up") + "' again, or start over with new credentials: '" +
-			c.Line("down", "--volumes") + "' (removes MinIO's checkpoints and Grafana's data), then '" + c.Line("up") + "'"
-	})
+	return clierr.WithNext(fmt.Errorf("lab %q's volumes %s hold data made with credentials that %s no longer has (the file is missing): new ones would not open them",
+		project, strings.Join(held, ", "), path), clierr.Next{
+		Text:     "restore " + strings.ReplaceAll(path, "%", "%%") + " from a backup and run '%s' again, or start over with new credentials: '%s' (removes MinIO's checkpoints and Grafana's data), then '%s'",
+		Commands: [][]string{{"up"}, {"down", "--volumes"}, {"up"}}})
 }

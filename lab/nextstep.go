@@ -76,19 +76,6 @@ func (c Commands) AgainWith(flag, value string) string {
 	return c.Line(ran...)
 }
 
-// nextError is an error of lab's own whose next step names mltrain
-// commands: Commands.Hint writes it once the user's command and lab are
-// known, so it carries their --project and --state-dir.
-type nextError struct {
-	error
-	next func(c Commands) string
-}
-
-func (e *nextError) Unwrap() error { return e.error }
-
-// withNext gives err a next step written by Commands.Hint.
-func withNext(err error, next func(c Commands) string) error { return &nextError{err, next} }
-
 // troubleshooter is a container failure that says how to look into it.
 type troubleshooter interface{ Troubleshoot() string }
 
@@ -103,10 +90,6 @@ func (c Commands) Hint(err error) string {
 	}
 	if n, ok := clierr.NextOf(err); ok {
 		return n.Write(c.Line)
-	}
-	var ne *nextError
-	if errors.As(err, &ne) {
-		return ne.next(c)
 	}
 	var (
 		ts  troubleshooter

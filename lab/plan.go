@@ -286,7 +286,5 @@ func browserAddress(hostIP, bind string) (string, string, error) {
 		"dashboard use localhost (pass --host-ip to fix)", nil
 }
 
-func doctorHint(c Commands) string { return "run '" + c.Line("doctor") + "' for the full diagnosis" }
-
 // errNoCreds is returned for zero credentials (a caller forgot to load them).
 var errNoCreds = errors.New("lab credentials are missing")

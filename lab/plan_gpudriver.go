@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mltrain/mltrain/dockerfiles"
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 )
@@ -16,11 +17,10 @@ func checkDevicesAndDriver(p *Plan, facts host.Facts, opts Options) error {
 	if p.Vendor == gpu.AMD && p.RenderGID == 0 {
 		// Dockerfile.ray-rocm ends with USER ray: without the group owning
 		// /dev/dri/renderD* the worker cannot open its GPU and sees none.
-		return withNext(fmt.Errorf("the host's render group id is unknown: the ROCm workers run as user ray and could not open /dev/dri/renderD* (%s)", p.Workers[0].GPU.RenderNode),
-			func(c Commands) string {
-				return "give the group that owns the render nodes on the lab host ('stat -c %g /dev/dri/renderD128' there): " +
-					c.Line("render", "--render-gid", "GID") + "; on the host itself, check that /dev/dri/renderD* exists and its group is in /etc/group, then '" + c.Line("doctor") + "'"
-			})
+		return clierr.WithNext(fmt.Errorf("the host's render group id is unknown: the ROCm workers run as user ray and could not open /dev/dri/renderD* (%s)", p.Workers[0].GPU.RenderNode),
+			clierr.Next{Text: "give the group that owns the render nodes on the lab host ('stat -c %%g /dev/dri/renderD128' there): " +
+				"%s; on the host itself, check that /dev/dri/renderD* exists and its group is in /etc/group, then '%s'",
+				Commands: [][]string{{"render", "--render-gid", "GID"}, {"doctor"}}})
 	}
 	if _, custom := opts.Images[RoleWorker]; custom {
 		// A replaced worker image carries its own CUDA/ROCm; the fix for a
@@ -29,7 +29,7 @@ func checkDevicesAndDriver(p *Plan, facts host.Facts, opts Options) error {
 	}
 	for _, pr := range gpu.CheckDriver(facts.GPUs, dockerfiles.DriverNeed()) {
 		if !pr.Warning() {
-			return withNext(errors.New(pr.Message), func(c Commands) string { return pr.FixWith(c.Line) })
+			return clierr.WithNext(errors.New(pr.Message), pr.AsNext())
 		}
 		if pr.Code != gpu.CodeDriverUnchecked {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s (%s)", pr.Message, pr.Fix))

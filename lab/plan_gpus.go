@@ -23,13 +23,12 @@ func usableGPUs(r gpu.Report) ([]gpu.GPU, []string, error) {
 				first = &pr
 			}
 		}
-		return nil, nil, withNext(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
-			strings.Join(msgs, "; ")), func(c Commands) string {
-			if first != nil {
-				return first.FixWith(c.Line) + "; then run '" + c.Line("doctor") + "'"
-			}
-			return doctorHint(c)
-		})
+		next := clierr.Step("run '%s' for the full diagnosis", "doctor")
+		if first != nil {
+			next = first.AsNext().Then("; then run '%s'", "doctor")
+		}
+		return nil, nil, clierr.WithNext(fmt.Errorf("GPU hardware is present but not usable (%s); mltrain will not fall back to a CPU lab on a GPU host",
+			strings.Join(msgs, "; ")), next)
 	}
 	gpus := append([]gpu.GPU(nil), r.GPUs...)
 	sort.SliceStable(gpus, func(i, j int) bool { return gpus[i].Index < gpus[j].Index })

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mltrain/mltrain/internal/clierr"
 )
 
 // ErrNoLab matches (errors.Is) the error of reading a state dir that holds
@@ -94,9 +97,7 @@ func (d StateDir) State() (State, error) {
 	var s State
 	err := d.ReadJSON(StateFile, &s)
 	if isMissing(err) {
-		return State{}, withNext(noLabError{d.File(StateFile)}, func(c Commands) string {
-			return "run '" + c.Line("up") + "' first (or pass --state-dir / --project of the lab you mean)"
-		})
+		return State{}, clierr.WithNext(noLabError{d.File(StateFile)}, clierr.Step("run '%s' first (or pass --state-dir / --project of the lab you mean)", "up"))
 	}
 	if err != nil {
 		return State{}, d.unreadableState(err)
@@ -119,7 +120,9 @@ func (d StateDir) checkState() error {
 // read: never "missing", and the fix keeps the broken file for a look.
 func (d StateDir) unreadableState(err error) error {
 	path := d.File(StateFile)
-	return withNext(fmt.Errorf("lab state %s cannot be used: %w", path, err), func(c Commands) string {
-		return fmt.Sprintf("restore it from a backup, or move it away ('mv %s %s.broken') and run '%s', which records the lab's plan anew (its containers and volumes are kept)", path, path, c.Line("up"))
-	})
+	return clierr.WithNext(fmt.Errorf("lab state %s cannot be used: %w", path, err), clierr.Step(
+		fmt.Sprintf("restore it from a backup, or move it away ('mv %s %s.broken') and run '%%s', which records the lab's plan anew (its containers and volumes are kept)", pct(path), pct(path)), "up"))
 }
+
+// pct is s as literal text inside a clierr.Next's format.
+func pct(s string) string { return strings.ReplaceAll(s, "%", "%%") }

@@ -95,16 +95,15 @@ func (d StateDir) Credentials() (Credentials, error) {
 	path := d.File(CredentialsFile)
 	c, err := readCredentials(path)
 	if isMissing(err) {
-		return Credentials{}, withNext(fmt.Errorf("the lab's credentials file %s is missing", path), func(c Commands) string {
-			return "run '" + c.Line("up") + "' to re-create the lab with new credentials ('" + c.Line("down", "--volumes") +
-				"' first if its old MinIO and Grafana data must go), or pass the --state-dir/--project of the lab you mean"
-		})
+		return Credentials{}, clierr.WithNext(fmt.Errorf("the lab's credentials file %s is missing", path), clierr.Next{
+			Text:     "run '%s' to re-create the lab with new credentials ('%s' first if its old MinIO and Grafana data must go), or pass the --state-dir/--project of the lab you mean",
+			Commands: [][]string{{"up"}, {"down", "--volumes"}}})
 	}
 	if err != nil {
 		return Credentials{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Credentials{}, withNext(fmt.Errorf("credentials file %s: %w", path, err), func(c Commands) string { return "run '" + c.Line("up") + "' to complete it" })
+		return Credentials{}, clierr.WithNext(fmt.Errorf("credentials file %s: %w", path, err), clierr.Step("run '%s' to complete it", "up"))
 	}
 	return c, nil
 }
@@ -159,10 +158,9 @@ func readCredentials(path string) (Credentials, error) {
 	}
 	var c Credentials
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Credentials{}, withNext(fmt.Errorf("credentials file %s is not valid JSON: %w", path, err), func(c Commands) string {
-			return "restore it from a backup, or move it away and run '" + c.Line("up") + "' to generate new secrets (MinIO and Grafana data made with the old ones will not accept them: '" +
-				c.Line("down", "--volumes") + "' first)"
-		})
+		return Credentials{}, clierr.WithNext(fmt.Errorf("credentials file %s is not valid JSON: %w", path, err), clierr.Next{
+			Text:     "restore it from a backup, or move it away and run '%s' to generate new secrets (MinIO and Grafana data made with the old ones will not accept them: '%s' first)",
+			Commands: [][]string{{"up"}, {"down", "--volumes"}}})
 	}
 	return c, nil
 }

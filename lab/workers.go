@@ -119,16 +119,14 @@ func FindWorker(ctx context.Context, eng docker.Engine, q WorkerQuery) (WorkerCo
 		}
 		return WorkerContainer{}, clierr.Hintf("pass --project to pick the lab", "%s matches several worker containers: %s", q, strings.Join(names, ", "))
 	case len(all) == 0:
-		return WorkerContainer{}, withNext(fmt.Errorf("no worker container (label %s=%s) found for %s", labels.Role, labels.RoleWorker, q),
-			func(c Commands) string { return "run '" + c.Line("status") + "' to see the lab's workers" })
+		return WorkerContainer{}, clierr.WithNext(fmt.Errorf("no worker container (label %s=%s) found for %s", labels.Role, labels.RoleWorker, q),
+			clierr.Step("run '%s' to see the lab's workers", "status"))
 	case q.Index != nil:
-		return WorkerContainer{}, withNext(fmt.Errorf("lab %q has no worker %d (workers: %s)", q.Project, *q.Index, strings.Join(seen, ", ")),
-			func(c Commands) string { return "run '" + c.Line("status") + "' to see the workers" })
+		return WorkerContainer{}, clierr.WithNext(fmt.Errorf("lab %q has no worker %d (workers: %s)", q.Project, *q.Index, strings.Join(seen, ", ")),
+			clierr.Step("run '%s' to see the workers", "status"))
 	}
-	return WorkerContainer{}, withNext(fmt.Errorf("no worker container has Ray node %s's address; workers seen: %s", q.IP, strings.Join(seen, "; ")),
-		func(c Commands) string {
-			return "run '" + c.Line("status") + "'; is RAY_ADDRESS pointing at this host's lab?"
-		})
+	return WorkerContainer{}, clierr.WithNext(fmt.Errorf("no worker container has Ray node %s's address; workers seen: %s", q.IP, strings.Join(seen, "; ")),
+		clierr.Step("run '%s'; is RAY_ADDRESS pointing at this host's lab?", "status"))
 }
 
 // StopWorker stops worker index gracefully (the fault-tolerance exercise's

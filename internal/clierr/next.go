@@ -58,3 +58,8 @@ func NextOf(err error) (Next, bool) {
 	}
 	return Next{}, false
 }
+
+// Then is n followed by text naming one more command.
+func (n Next) Then(text string, words ...string) Next {
+	return Next{Text: n.Text + text, Commands: append(append([][]string(nil), n.Commands...), words)}
+}

@@ -121,6 +121,14 @@ func (p Problem) FixWith(line func(words ...string) string) string {
 	return p.Fix
 }
 
+// AsNext is the fix as a next step, its mltrain commands as words.
+func (p Problem) AsNext() clierr.Next {
+	if p.Next != nil {
+		return *p.Next
+	}
+	return clierr.Next{Text: literal(p.Fix)}
+}
+
 // withFix gives p a fix that names mltrain commands.
 func withFix(p *Problem, n clierr.Next) *Problem {
 	p.Fix, p.Next = n.String(), &n
