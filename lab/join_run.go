@@ -20,11 +20,6 @@ import (
 	"github.com/mltrain/mltrain/lab/ready"
 )
 
-// JoinFile keeps, on a second host, the bundle it joined with (0600: it
-// holds the lab's Ray token and MinIO user): status, down and a re-join
-// read it there.
-const JoinFile = "join.json"
-
 // JoinRunOptions are `mltrain join`'s choices beside the plan's.
 type JoinRunOptions struct {
 	StateDir    StateDir

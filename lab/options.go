@@ -24,66 +24,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/compose-spec/compose-go/v2/loader"
-
 	"github.com/mltrain/mltrain/dockerfiles"
 	"github.com/mltrain/mltrain/internal/clierr"
 )
 
-// Role is what a service does in the lab. Every role's image (and its
-// healthcheck) can be replaced, so tests can substitute local stand-ins.
-type Role string
-
-const (
-	RoleHead       Role = "head"
-	RoleWorker     Role = "worker"
-	RoleJupyter    Role = "jupyter"
-	RoleMinIO      Role = "minio"
-	RolePrometheus Role = "prometheus"
-	RoleGrafana    Role = "grafana"
-)
-
-// Roles lists every role, in the order services are described.
-var Roles = []Role{RoleHead, RoleWorker, RoleMinIO, RolePrometheus, RoleGrafana, RoleJupyter}
-
-// Pinned third-party images (never "latest": a lab must be reproducible).
+// Defaults of the options.
 const (
 	DefaultRayVersion = dockerfiles.DefaultRayVersion // the Dockerfiles' ARG default
-	MinIOImage        = "minio/minio:RELEASE.2025-09-07T16-13-09Z"
-	PrometheusImage   = "prom/prometheus:v3.5.0"
-	GrafanaImage      = "grafana/grafana:12.1.1"
-	DefaultProject    = "mltrain"
 	DefaultDataVolume = "food11"
 	DefaultBind       = "0.0.0.0"
 	DefaultWorkspace  = "workspace"
 )
-
-// Port names, for Options.Ports and Plan.Ports.
-const (
-	PortDashboard    = "dashboard"     // Ray dashboard + Jobs API, 8265, on --bind
-	PortGrafana      = "grafana"       // 3000, on --bind
-	PortJupyter      = "jupyter"       // 8888, on --bind
-	PortMinIOConsole = "minio-console" // 9001, on --bind
-	PortMinIOAPI     = "minio-api"     // 9000, 127.0.0.1 only (mltrain makes the bucket through it)
-	PortPrometheus   = "prometheus"    // 9090, 127.0.0.1 only
-	PortGCS          = "gcs"           // 6379, Ray's GCS: on the host network only with --allow-join
-)
-
-// DefaultPorts are the host ports the course's text uses.
-var DefaultPorts = map[string]int{
-	PortDashboard:    8265,
-	PortGrafana:      3000,
-	PortJupyter:      8888,
-	PortMinIOConsole: 9001,
-	PortMinIOAPI:     9000,
-	PortPrometheus:   9090,
-	PortGCS:          6379,
-}
-
-// loopbackPorts are never published on --bind: they carry no browser UI and
-// (MinIO API, Prometheus) accept unauthenticated or credential-guessing
-// traffic, so only this host reaches them.
-var loopbackPorts = map[string]bool{PortMinIOAPI: true, PortPrometheus: true}
 
 // Options are the user's choices; the zero value means "all defaults".
 type Options struct {
@@ -150,7 +101,7 @@ func (o Options) Validate() error {
 
 func (o Options) validate() error {
 	o = o.WithDefaults()
-	if err := checkProject(o.Project); err != nil {
+	if err := CheckProject(o.Project); err != nil {
 		return err
 	}
 	if err := checkRayVersion(o.RayVersion); err != nil {
@@ -189,51 +140,6 @@ func (o Options) validate() error {
 		}
 	}
 	return checkPorts(o.Ports)
-}
-
-// MaxProjectLen is the longest --project: every name derived from it stays
-// legal. The longest are worker containers, <project>-ray-worker-NNN, which
-// the engine's DNS serves on the lab's network, where a name is one DNS label
-// (at most 63 bytes, RFC 1035). Volumes (<project>_prometheus-data), the
-// network (<project>_default) and the state dir (~/.mltrain/<project>) are
-// path components, limited to 255 bytes, so they fit with room to spare.
-const MaxProjectLen = 63 - len("-ray-worker-") - 3
-
-// CheckProject is the one rule for --project, used by every command: Compose's
-// project-name rule (compose-go leaves the name as it is when it normalises
-// it) and MaxProjectLen. Errors are usage errors (exit 2).
-func CheckProject(name string) error {
-	return clierr.WithCode(checkProject(name), clierr.ExitUsage)
-}
-
-func checkProject(name string) error {
-	if name == "" || loader.NormalizeProjectName(name) != name {
-		return clierr.Hintf("use lowercase letters, digits, '-' and '_', starting with a letter or digit, e.g. --project mltrain2",
-			"--project %q is not a valid Compose project name", name)
-	}
-	if len(name) > MaxProjectLen {
-		return clierr.Hintf(fmt.Sprintf("use a name of at most %d characters, e.g. --project %s", MaxProjectLen, name[:min(len(name), 12)]),
-			"--project is %d characters long; at most %d keep the names derived from it legal (a container <project>-ray-worker-N is a DNS name of at most 63)",
-			len(name), MaxProjectLen)
-	}
-	return nil
-}
-
-func knownRole(r Role) bool {
-	for _, k := range Roles {
-		if k == r {
-			return true
-		}
-	}
-	return false
-}
-
-func roleList() string {
-	s := make([]string, len(Roles))
-	for i, r := range Roles {
-		s[i] = string(r)
-	}
-	return strings.Join(s, ", ")
 }
 
 func checkImageRef(r Role, img string) error {
@@ -315,13 +221,4 @@ func checkPorts(ports map[string]int) error {
 		used[p] = n
 	}
 	return nil
-}
-
-func portNames() []string {
-	names := make([]string, 0, len(DefaultPorts))
-	for n := range DefaultPorts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

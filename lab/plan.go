@@ -2,11 +2,8 @@ package lab
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"regexp"
-	"strconv"
-	"strings"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
@@ -32,44 +29,6 @@ const (
 	AccelROCm = "rocm"
 	AccelCPU  = "cpu"
 )
-
-// Service names. They are the course's container names, so its text
-// ("docker exec -it ray-worker-0 nvidia-smi") still applies; workers are
-// numbered from 0 like the course's ray-worker-0 / ray-worker-1.
-const (
-	HeadService       = "ray-head"
-	MinIOService      = "minio"
-	PrometheusService = "prometheus"
-	GrafanaService    = "grafana"
-	JupyterService    = "jupyter"
-	workerPrefix      = "ray-worker-"
-)
-
-// WorkerIndexOf is the index of worker service s ("ray-worker-3": 3).
-func WorkerIndexOf(s string) (int, bool) {
-	if !strings.HasPrefix(s, workerPrefix) {
-		return 0, false
-	}
-	i, err := strconv.Atoi(strings.TrimPrefix(s, workerPrefix))
-	return i, err == nil && i >= 0
-}
-
-// WorkerService is the service (and, in the default project, container)
-// name of worker i (0-based).
-func WorkerService(i int) string { return fmt.Sprintf("%s%d", workerPrefix, i) }
-
-// containerName is the container_name the renderer gives a service: the
-// plain service name in the default project (the course's names),
-// "<project>-<service>" in any other, so two labs on one engine never
-// collide. It is only what lab writes; a container's name is read back by
-// Compose's rule, compose.ContainerName, which honours container_name (and
-// an override's).
-func containerName(project, service string) string {
-	if project == "" || project == DefaultProject {
-		return service
-	}
-	return project + "-" + service
-}
 
 // Plan is the lab computed from the host's facts and the options: every
 // decision the Compose rendering needs, and nothing it must look up.
@@ -144,11 +103,6 @@ const (
 	NetworkBridge = "bridge"
 	NetworkHost   = "host"
 )
-
-// DefaultAgentPort is Ray's dashboard agent HTTP port
-// (ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT); each worker has its
-// own network namespace, so all may use it.
-const DefaultAgentPort = 52365
 
 // LoopbackOnly reports whether the named port is published on 127.0.0.1
 // rather than on Bind. A lab whose nodes span hosts publishes MinIO's API on

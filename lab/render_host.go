@@ -17,35 +17,6 @@ import (
 // address another host cannot route to. The other services stay on the
 // lab's network and reach Ray through the host's address.
 
-// rayHost is where the lab's bridge-networked services and this host's
-// tools reach the head's dashboard: the bind address when the lab publishes
-// on one, else the node address.
-func (p Plan) rayHost() string {
-	if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {
-		return p.Bind
-	}
-	return p.NodeIP
-}
-
-// JupyterRayAddress is the RAY_ADDRESS Jupyter gets: the head's service
-// name on the lab's network, or, when Ray's nodes are on the host network,
-// the host's address (rayHost) and the dashboard's pinned port.
-func (p Plan) JupyterRayAddress() string {
-	if p.Network == NetworkHost {
-		return "http://" + net.JoinHostPort(p.rayHost(), strconv.Itoa(p.Ports[PortDashboard]))
-	}
-	return fmt.Sprintf("http://%s:%d", HeadService, dashboardPort)
-}
-
-// dashboardHost is what the head's dashboard binds in host mode: the same
-// address the published browser ports use.
-func (p Plan) dashboardHost() string {
-	if ip := net.ParseIP(p.Bind); ip != nil && !ip.IsUnspecified() {
-		return p.Bind
-	}
-	return "0.0.0.0"
-}
-
 func (r renderer) spanHosts(services types.Services) error {
 	p := r.p
 	probes := probeAddrs(p)

@@ -112,3 +112,8 @@ func (d StateDir) ReadJSON(rel string, v any) error {
 
 // isMissing reports a file that does not exist.
 func isMissing(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// JoinFile keeps, on a second host, the bundle it joined with (0600: it
+// holds the lab's Ray token and MinIO user): status, down and a re-join
+// read it there.
+const JoinFile = "join.json"

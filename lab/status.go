@@ -76,22 +76,6 @@ type RemoteNode struct {
 	NodeID  string  `json:"node_id"`
 }
 
-// Services are the plan's services: the head, the workers, then the others.
-func (p Plan) Services() []string {
-	if p.Joined != nil {
-		var s []string
-		for _, w := range p.Workers {
-			s = append(s, w.Service)
-		}
-		return s
-	}
-	s := []string{HeadService}
-	for _, w := range p.Workers {
-		s = append(s, w.Service)
-	}
-	return append(s, MinIOService, PrometheusService, GrafanaService, JupyterService)
-}
-
 // GetStatus rebuilds the lab's state from container labels, compares it with
 // the services planned, then asks Ray which nodes are alive (best effort: a
 // down Ray is reported, not an error).

@@ -33,3 +33,10 @@ func DefaultImage(r Role, rayVersion string, vendor gpu.Vendor) (string, error) 
 	}
 	return "", fmt.Errorf("no default image for role %q", r)
 }
+
+// Pinned third-party images (never "latest": a lab must be reproducible).
+const (
+	MinIOImage      = "minio/minio:RELEASE.2025-09-07T16-13-09Z"
+	PrometheusImage = "prom/prometheus:v3.5.0"
+	GrafanaImage    = "grafana/grafana:12.1.1"
+)

@@ -37,15 +37,6 @@ const AgentPortEnv = "MLTRAIN_RAY_AGENT_PORT"
 // resolves to it.
 const NodeIPEnv = "MLTRAIN_RAY_NODE_IP"
 
-// agentPort is the worker's agent port; plans written before it existed
-// have none.
-func (w Worker) agentPort() int {
-	if w.AgentPort == 0 {
-		return DefaultAgentPort
-	}
-	return w.AgentPort
-}
-
 // workerHealthcheck asks this node's Ray dashboard agent whether its raylet
 // is alive (GET /api/local_raylet_healthz: the agent process exits with its
 // raylet, and answers 503 when the GCS no longer lists the node ALIVE; Ray
