@@ -42,9 +42,11 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/ready"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 type spread []time.Duration
@@ -107,7 +109,7 @@ func BenchmarkFresh(b *testing.B) {
 	s.env = []string{gpu.RootEnv + "=" + b.TempDir(), "HOME=" + b.TempDir()} // a CPU rehearsal
 	s.labArgs = []string{"--bind", "127.0.0.1", "--host-ip", "127.0.0.1", "--data-volume", s.volume}
 	seen := map[string]bool{}
-	for _, r := range lab.Roles {
+	for _, r := range service.Roles() {
 		ref := regProxy.Addr() + strings.TrimPrefix(imgs[r], reg.Addr)
 		s.labArgs = append(s.labArgs, "--image-"+string(r), ref)
 		if !seen[ref] {
@@ -221,11 +223,11 @@ func (s *bench) runCourse(b *testing.B) (total, pull, data, up time.Duration) {
 	if out, err := s.run(s.compose, "-f", file, "up", "-d"); err != nil {
 		b.Fatalf("compose up -d: %v\n%s", err, out)
 	}
-	clients, err := lab.StateDir(s.courseDir).Connect()
+	clients, err := state.Dir(s.courseDir).Connect()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ready.Wait(ctx, s.eng, s.project, clients.ReadyChecks(s.eng, s.project), 10*time.Minute, nil); err != nil {
+	if err := ready.Wait(ctx, s.eng, s.project, lifecycle.ReadyChecks(clients, s.eng, s.project), 10*time.Minute, nil); err != nil {
 		b.Fatal(err)
 	}
 	up = time.Since(t2)
@@ -237,7 +239,7 @@ func (s *bench) runCourse(b *testing.B) (total, pull, data, up time.Duration) {
 func (s *bench) clean() {
 	ctx := context.Background()
 	_, _ = s.run(s.compose, "-f", filepath.Join(s.courseDir, "compose.yaml"), "down")
-	_, _ = lab.Down(ctx, s.eng, s.project, false, nil)
+	_, _ = lifecycle.Down(ctx, s.eng, s.project, false, nil)
 	for _, ref := range s.images {
 		_ = s.eng.ImageRemove(ctx, ref)
 	}

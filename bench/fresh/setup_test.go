@@ -20,8 +20,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // knobs are the benchmark's settings, from the environment.
@@ -75,7 +75,7 @@ func workerLayers(total int) []int {
 // worker (also the head, as in the course) with extra layers of random
 // data. Each image starts with a layer unique to this run, so no layer of
 // it is shared with an image the engine already has: a pull fetches all.
-func benchImages(b *testing.B, eng docker.Engine, reg *dockertest.Registry, k knobs) map[lab.Role]string {
+func benchImages(b *testing.B, eng docker.Engine, reg *dockertest.Registry, k knobs) map[service.Role]string {
 	b.Helper()
 	standins := labtest.BuildImages(b, eng)
 	run := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -110,10 +110,10 @@ func benchImages(b *testing.B, eng docker.Engine, reg *dockertest.Registry, k kn
 			}
 		}
 	}
-	out := map[lab.Role]string{}
-	for _, r := range lab.Roles {
+	out := map[service.Role]string{}
+	for _, r := range service.Roles() {
 		switch r {
-		case lab.RoleHead, lab.RoleWorker:
+		case service.RoleHead, service.RoleWorker:
 			out[r] = refs["ray"]
 		default:
 			out[r] = refs[string(r)]

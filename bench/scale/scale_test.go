@@ -17,8 +17,9 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -46,19 +47,19 @@ func BenchmarkScaling(b *testing.B) {
 	eng := dockertest.Engine(b)
 	ctx := context.Background()
 	type lab_ struct {
-		opts  lab.UpOptions
-		state lab.StateDir
+		opts  lifecycle.UpOptions
+		state state.Dir
 	}
 	labs := map[int]*lab_{}
 	for _, n := range sizes {
 		o := labtest.LabOptions(b, eng, fmt.Sprintf("mlts%d", n))
 		o.Workers = n
-		state := lab.StateDir(b.TempDir())
-		labs[n] = &lab_{state: state, opts: lab.UpOptions{StateDir: state, Lab: o, Images: images.Options{Pull: images.PullNever},
+		state := state.Dir(b.TempDir())
+		labs[n] = &lab_{state: state, opts: lifecycle.UpOptions{StateDir: state, Lab: o, Images: images.Options{Pull: images.PullNever},
 			Timeout: 3 * time.Minute, StopTimeout: 2 * time.Second}}
 		labtest.WriteManifest(b, eng, o.DataVolume)
 	}
-	deps := lab.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
+	deps := lifecycle.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
 		f := labtest.RehearsalFacts()
 		f.CPUs = 16 // enough for 8 workers of 1 CPU beside the other services
 		return f, nil
@@ -69,7 +70,7 @@ func BenchmarkScaling(b *testing.B) {
 		for _, n := range sizes {
 			l := labs[n]
 			t0 := time.Now()
-			if _, err := lab.Up(ctx, deps, l.opts); err != nil {
+			if _, err := lifecycle.Up(ctx, deps, l.opts); err != nil {
 				b.Fatalf("up of %d workers: %v", n, err)
 			}
 			up[n] = append(up[n], time.Since(t0))
@@ -101,7 +102,7 @@ func BenchmarkScaling(b *testing.B) {
 					b.Fatalf("%d workers: %s failed: %s", n, c.ID, c.Evidence)
 				}
 			}
-			if _, err := lab.Down(ctx, eng, l.opts.Lab.Project, false, nil); err != nil {
+			if _, err := lifecycle.Down(ctx, eng, l.opts.Lab.Project, false, nil); err != nil {
 				b.Fatal(err)
 			}
 			// The same number of plain containers, on the same engine, now.

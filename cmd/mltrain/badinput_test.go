@@ -15,7 +15,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // badInput is one wrong command line as a user types it, run through the
@@ -105,7 +106,7 @@ func TestBadInputsSayWhatAndWhatNextAndCreateNothing(t *testing.T) {
 		// Item 12: no registry: the DNS failure once, both ways to have images.
 		{name: "up where the registry cannot be resolved", args: append(s.upArgs("--pull", "missing", "--image-minio", "registry.invalid/minio:1"), "--state-dir", "dir"),
 			env: s.env, code: 1, project: s.project, volume: s.opts.DataVolume,
-			leaves: []string{lab.CredentialsFile, "compose.yaml", "grafana", "prometheus", "workspace"},
+			leaves: []string{state.CredentialsFile, "compose.yaml", "grafana", "prometheus", "workspace"},
 			err:    `^could not pull 1 image\(s\):\n  this host cannot resolve the registry's name \(lookup registry\.invalid( on \S+)?: [a-z ]+\), so it can pull none of: registry\.invalid/minio:1$`,
 			next: `^preload the images: 'mltrain images load FILE' \(after 'mltrain images save FILE' on a node that has them\), or give 'mltrain --project \S+ --state-dir \S+ up' images this host already has: ` +
 				`--image-head REF, --image-worker REF, --image-minio REF, --image-prometheus REF, --image-grafana REF, --image-jupyter REF, then run again$`},
@@ -126,7 +127,7 @@ func TestBadInputsSayWhatAndWhatNextAndCreateNothing(t *testing.T) {
 			}
 			project := r.project
 			if project == "" {
-				project = lab.DefaultProject
+				project = service.DefaultProject
 			}
 			before, beforeEng := snapshot(t, dir), engineObjects(t, eng, project, r.volume)
 			ro := ""

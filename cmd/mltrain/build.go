@@ -11,7 +11,7 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func (a *app) buildCmd() *cobra.Command {
@@ -39,7 +39,7 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 		if err != nil {
 			return clierr.WithCode(err, clierr.ExitUsage)
 		}
-		if err := lab.CheckRayVersion(rayVersion); err != nil {
+		if err := plan.CheckRayVersion(rayVersion); err != nil {
 			return err
 		}
 		v, err := buildVendor(ctx, vendor, a.lab().Line("doctor"))

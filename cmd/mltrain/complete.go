@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/service"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -89,9 +89,9 @@ func (a *app) labServices(ctx context.Context) (services []string, workers []int
 	if st, err := a.StateDir().State(); err == nil && len(st.Plan.Workers) > 0 {
 		n = len(st.Plan.Workers)
 	}
-	services = []string{lab.HeadService, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService}
+	services = []string{service.HeadService, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService}
 	for i := range n {
-		services = append(services, lab.WorkerService(i))
+		services = append(services, service.WorkerService(i))
 		workers = append(workers, i)
 	}
 	sort.Strings(services)

@@ -14,7 +14,9 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // complete runs cobra's __complete as a shell's completion script does and
@@ -51,11 +53,11 @@ func labEngine(project string, n int) *fake.Engine {
 		}
 		f.AddContainer(docker.ContainerDetails{Container: docker.Container{ID: project + "-" + svc, Name: project + "-" + svc, Labels: l, State: "running"}, Running: true})
 	}
-	for _, s := range []string{lab.HeadService, lab.MinIOService, lab.JupyterService} {
+	for _, s := range []string{service.HeadService, service.MinIOService, service.JupyterService} {
 		add(s, nil)
 	}
 	for i := range n {
-		add(lab.WorkerService(i), map[string]string{labels.WorkerIndex: strconv.Itoa(i)})
+		add(service.WorkerService(i), map[string]string{labels.WorkerIndex: strconv.Itoa(i)})
 	}
 	return f
 }
@@ -94,8 +96,8 @@ func TestCompletion(t *testing.T) {
 	dirPath := t.TempDir()
 	got, _ = complete(t, nil, "logs", "--state-dir", dirPath, "")
 	assert.Equal(t, []string{"grafana", "jupyter", "minio", "prometheus", "ray-head", "ray-worker-0", "ray-worker-1"}, got)
-	sd := lab.StateDir(dirPath)
-	require.NoError(t, sd.SaveState(lab.State{Project: "mltrain", Plan: lab.Plan{Workers: make([]lab.Worker, 3)}}))
+	sd := state.Dir(dirPath)
+	require.NoError(t, sd.SaveState(state.State{Project: "mltrain", Plan: plan.Plan{Workers: make([]plan.Worker, 3)}}))
 	got, _ = complete(t, nil, "worker", "--state-dir", dirPath, "start", "")
 	assert.Equal(t, []string{"0", "1", "2"}, got)
 }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func (a *app) credentialsCmd() *cobra.Command {
@@ -28,12 +30,12 @@ It only reads the state dir's credentials.json; it never creates secrets.
 				return err
 			}
 			// The URLs come from the last up; a lab only rendered has none.
-			var urls lab.URLs
+			var urls plan.URLs
 			if st, err := dir.State(); err == nil {
 				urls = st.URLs
 			}
 			if a.json {
-				return printJSON(a.out, map[string]any{"file": dir.File(lab.CredentialsFile), "credentials": c, "urls": urls})
+				return printJSON(a.out, map[string]any{"file": dir.File(state.CredentialsFile), "credentials": c, "urls": urls})
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "Credentials of the lab in %s:\n", dir)
@@ -45,23 +47,26 @@ It only reads the state dir's credentials.json; it never creates secrets.
 }
 
 // writeURLs lists what students open in a browser (no secret in them).
-func writeURLs(w io.Writer, u lab.URLs) {
-	fmt.Fprintf(w, "  Ray dashboard   %s\n", u.RayDashboard)
-	fmt.Fprintf(w, "  Jupyter         %s\n", u.Jupyter)
-	fmt.Fprintf(w, "  Grafana         %s  (anonymous viewer)\n", u.Grafana)
-	fmt.Fprintf(w, "  MinIO console   %s\n", u.MinIOConsole)
+func writeURLs(w io.Writer, u plan.URLs) {
+	for _, pg := range service.Pages() {
+		note := ""
+		if pg.Note != "" {
+			note = "  (" + pg.Note + ")"
+		}
+		fmt.Fprintf(w, "  %-15s %s%s\n", pg.Title, u[pg.Key], note)
+	}
 }
 
 // writeCredentials lists the lab's secrets, with the URL each one opens
 // when the lab has been up.
-func writeCredentials(w io.Writer, u lab.URLs, c lab.Credentials) {
+func writeCredentials(w io.Writer, u plan.URLs, c plan.Credentials) {
 	fmt.Fprintf(w, "  Ray dashboard token   %s\n", c.RayAuthToken)
-	if u.Jupyter != "" {
-		fmt.Fprintf(w, "  Jupyter               %s?token=%s\n", u.Jupyter, c.JupyterToken)
+	if j := u[service.PageJupyter]; j != "" {
+		fmt.Fprintf(w, "  Jupyter               %s?token=%s\n", j, c.JupyterToken)
 	} else {
 		fmt.Fprintf(w, "  Jupyter token         %s\n", c.JupyterToken)
 	}
-	fmt.Fprintf(w, "  Grafana admin         %s / %s\n", lab.GrafanaAdminUser, c.GrafanaAdminPassword)
+	fmt.Fprintf(w, "  Grafana admin         %s / %s\n", plan.GrafanaAdminUser, c.GrafanaAdminPassword)
 	fmt.Fprintf(w, "  MinIO root            %s / %s  (the console's login; mltrain's own)\n", c.MinIOAccessKey, c.MinIOSecretKey)
 	fmt.Fprintf(w, "  MinIO lab user        %s / %s  (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in Jupyter and Ray; bucket \"ray\" only)\n",
 		c.MinIOLabAccessKey, c.MinIOLabSecretKey)

@@ -13,18 +13,20 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // A lab whose credentials.json is gone: every command that reads the lab
 // fails naming the file and what to do, and none of them mints new secrets
 // (which the running lab would not know).
 func TestMissingCredentialsAreNeverMinted(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	require.NoError(t, dir.Ensure())
 	dead := "http://127.0.0.1:1"
-	require.NoError(t, dir.SaveState(lab.State{Project: "gone", Plan: lab.Plan{Project: "gone", Mode: lab.ModeCPU},
-		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	require.NoError(t, dir.SaveState(state.State{Project: "gone", Plan: plan.Plan{Project: "gone", Mode: plan.ModeCPU},
+		Probes: plan.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
 	for _, args := range [][]string{
 		{"status"},
 		{"lab", "submit", "--quick"},
@@ -39,18 +41,18 @@ func TestMissingCredentialsAreNeverMinted(t *testing.T) {
 			err := root.ExecuteContext(context.Background())
 			require.Error(t, err)
 			assert.NotEqual(t, 0, clierr.Code(err))
-			assert.Contains(t, err.Error(), dir.File(lab.CredentialsFile), "names the missing file")
+			assert.Contains(t, err.Error(), dir.File(state.CredentialsFile), "names the missing file")
 			// The next steps act on this lab: its --project and --state-dir ride along.
 			line := "mltrain --project gone --state-dir " + dir.Path()
 			assert.Contains(t, clierr.Hint(err), "run '"+line+" up'")
 			assert.Contains(t, clierr.Hint(err), "'"+line+" down --volumes'")
-			_, statErr := os.Stat(dir.File(lab.CredentialsFile))
+			_, statErr := os.Stat(dir.File(state.CredentialsFile))
 			assert.True(t, os.IsNotExist(statErr), "no new credentials.json appears")
 		})
 	}
 }
 
-func secrets(c lab.Credentials) []string {
+func secrets(c plan.Credentials) []string {
 	return []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey,
 		c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken}
 }
@@ -58,10 +60,10 @@ func secrets(c lab.Credentials) []string {
 // up prints the credentials it created, and only then; its --json never
 // holds them; 'mltrain credentials' shows them again.
 func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
-	c := lab.GenerateCredentials()
-	res := lab.Result{Plan: lab.Plan{Project: "ncaudit", Mode: lab.ModeCPU}, Credentials: c, CredentialsCreated: true,
-		StateDir: lab.StateDir("/srv/labs/ncaudit"),
-		URLs:     lab.URLs{RayDashboard: "http://h:8265", Jupyter: "http://h:8888/lab", Grafana: "http://h:3000", MinIOConsole: "http://h:9001"}}
+	c := plan.GenerateCredentials()
+	res := lifecycle.Result{Plan: plan.Plan{Project: "ncaudit", Mode: plan.ModeCPU}, Credentials: c, CredentialsCreated: true,
+		StateDir: state.Dir("/srv/labs/ncaudit"),
+		URLs:     plan.URLs{"ray_dashboard": "http://h:8265", "jupyter": "http://h:8888/lab", "grafana": "http://h:3000", "minio_console": "http://h:9001"}}
 
 	var out bytes.Buffer
 	a := newApp(&out, &bytes.Buffer{})
@@ -93,10 +95,10 @@ func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
 }
 
 func TestCredentialsShowsThemAgainAndNeverCreates(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	_, stderr, code := runOffline(t, "credentials", "--state-dir", dir.Path())
 	assert.Equal(t, clierr.ExitFailure, code)
-	assert.Contains(t, stderr, "Error: the lab's credentials file "+dir.File(lab.CredentialsFile)+" is missing\n")
+	assert.Contains(t, stderr, "Error: the lab's credentials file "+dir.File(state.CredentialsFile)+" is missing\n")
 	assert.Contains(t, stderr, "Next: run 'mltrain --state-dir "+dir.Path()+" up'")
 	entries, err := os.ReadDir(dir.Path())
 	require.NoError(t, err)
@@ -104,7 +106,7 @@ func TestCredentialsShowsThemAgainAndNeverCreates(t *testing.T) {
 
 	c, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
-	require.NoError(t, dir.SaveState(lab.State{Project: "mltrain", URLs: lab.URLs{Jupyter: "http://h:8888/lab"}}))
+	require.NoError(t, dir.SaveState(state.State{Project: "mltrain", URLs: plan.URLs{"jupyter": "http://h:8888/lab"}}))
 	stdout, stderr, code := runOffline(t, "credentials", "--state-dir", dir.Path())
 	require.Equal(t, 0, code, stderr)
 	for _, s := range secrets(c) {
@@ -115,10 +117,10 @@ func TestCredentialsShowsThemAgainAndNeverCreates(t *testing.T) {
 	stdout, stderr, code = runOffline(t, "credentials", "--json", "--state-dir", dir.Path())
 	require.Equal(t, 0, code, stderr)
 	var got struct {
-		File        string          `json:"file"`
-		Credentials lab.Credentials `json:"credentials"`
+		File        string           `json:"file"`
+		Credentials plan.Credentials `json:"credentials"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	assert.Equal(t, c, got.Credentials)
-	assert.Equal(t, dir.File(lab.CredentialsFile), got.File)
+	assert.Equal(t, dir.File(state.CredentialsFile), got.File)
 }

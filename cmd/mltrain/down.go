@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 func (a *app) downCmd() *cobra.Command {
@@ -46,7 +46,7 @@ never removed by down.`,
 			return err
 		}
 		defer l.Release()
-		removed, err := lab.Down(cmd.Context(), eng, a.project, volumes, rep)
+		removed, err := lifecycle.Down(cmd.Context(), eng, a.project, volumes, rep)
 		done()
 		if err != nil {
 			return err

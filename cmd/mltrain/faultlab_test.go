@@ -23,7 +23,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // faultLab is one stand-in lab that the rows of the fault table meet in
@@ -196,7 +196,7 @@ func (f *faultLab) moveAway() string {
 // cutInHalf truncates the lab's state file to half its length.
 func (f *faultLab) cutInHalf(name string) []byte {
 	f.t.Helper()
-	p := lab.StateDir(f.stateDir).File(name)
+	p := state.Dir(f.stateDir).File(name)
 	b, err := os.ReadFile(p)
 	require.NoError(f.t, err)
 	require.NoError(f.t, os.WriteFile(p, b[:len(b)/2], 0o600))

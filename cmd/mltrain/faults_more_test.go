@@ -15,7 +15,8 @@ import (
 
 	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/docker"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // The rest of issue 21's faults, as rows of the same table on one stand-in
@@ -86,7 +87,7 @@ func TestFaultTableDataReadinessAndReports(t *testing.T) {
 	}, {
 		name: "verify right after an up that replaced a worker",
 		fault: func(f *faultLab) {
-			require.NoError(f.t, f.eng.ContainerRemove(ctx, f.container(f.t, lab.WorkerService(1)), true))
+			require.NoError(f.t, f.eng.ContainerRemove(ctx, f.container(f.t, service.WorkerService(1)), true))
 		},
 		meet: func(f *faultLab) outcome {
 			if r := f.up(); r.code != 0 {
@@ -102,7 +103,7 @@ func TestFaultTableDataReadinessAndReports(t *testing.T) {
 	}, {
 		name: "a planned service whose container exited",
 		fault: func(f *faultLab) {
-			require.NoError(f.t, f.eng.ContainerStop(ctx, f.container(f.t, lab.GrafanaService), 5*time.Second))
+			require.NoError(f.t, f.eng.ContainerStop(ctx, f.container(f.t, service.GrafanaService), 5*time.Second))
 		},
 		meet: func(f *faultLab) outcome { return f.mltrain(append([]string{"status"}, f.lab()...)...) },
 		code: 1,
@@ -125,7 +126,7 @@ func TestFaultTableDataReadinessAndReports(t *testing.T) {
 			return r
 		},
 		code: 1,
-		say:  `^no lab state at ` + re(filepath.Join(dir, lab.StateFile)) + `$`,
+		say:  `^no lab state at ` + re(filepath.Join(dir, state.StateFile)) + `$`,
 	}}
 	runFaults(t, f, rows)
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/service"
+	labstate "github.com/mltrain/mltrain/lab/state"
 )
 
 // fault is one row of the fault table: what goes wrong, the command a user
@@ -46,8 +48,8 @@ type fault struct {
 func TestFaultTable(t *testing.T) {
 	f := &faultLab{standin: newStandin(t), t: t}
 	ctx := context.Background()
-	state := f.stateDir + "/" + lab.StateFile
-	creds := f.stateDir + "/" + lab.CredentialsFile
+	state := f.stateDir + "/" + labstate.StateFile
+	creds := f.stateDir + "/" + labstate.CredentialsFile
 	var whole []byte
 	var before map[string]string // the lab's containers when a row began
 	var foreign, kept, moved string
@@ -71,7 +73,7 @@ func TestFaultTable(t *testing.T) {
 		name: "a second writer that must not wait",
 		fault: func(f *faultLab) {
 			keep(f)
-			l, err := lab.LockLab(ctx, lab.LockOptions{Engine: f.eng.Host(), Project: f.project, Command: "mltrain up"}, nil)
+			l, err := lifecycle.LockLab(ctx, lifecycle.LockOptions{Engine: f.eng.Host(), Project: f.project, Command: "mltrain up"}, nil)
 			require.NoError(f.t, err)
 			release = func() { require.NoError(f.t, l.Release()) }
 		},
@@ -118,7 +120,7 @@ func TestFaultTable(t *testing.T) {
 		},
 	}, {
 		name:  "state.json cut in half",
-		fault: func(f *faultLab) { keep(f); cut = f.cutInHalf(lab.StateFile) },
+		fault: func(f *faultLab) { keep(f); cut = f.cutInHalf(labstate.StateFile) },
 		code:  1,
 		say:   `^lab state ` + re(state) + ` cannot be used: ` + re(state) + ` is not valid JSON: unexpected end of JSON input$`,
 		next:  `^restore it from a backup, or move it away \('mv ` + re(state+" "+state) + `\.broken'\) and run '` + re(f.cmd("up")) + `', which records the lab's plan anew \(its containers and volumes are kept\)$`,
@@ -136,7 +138,7 @@ func TestFaultTable(t *testing.T) {
 		},
 		survive: func(f *faultLab) {
 			assert.Equal(f.t, before, f.ids())
-			_, err := lab.StateDir(f.stateDir).State()
+			_, err := labstate.Dir(f.stateDir).State()
 			assert.NoError(f.t, err, "up recorded the plan anew")
 		},
 	}, {
@@ -146,7 +148,7 @@ func TestFaultTable(t *testing.T) {
 			var err error
 			whole, err = os.ReadFile(creds)
 			require.NoError(f.t, err)
-			f.cutInHalf(lab.CredentialsFile)
+			f.cutInHalf(labstate.CredentialsFile)
 		},
 		code: 1,
 		say:  `^credentials file ` + re(creds) + ` is not valid JSON: unexpected end of JSON input$`,
@@ -178,10 +180,10 @@ func TestFaultTable(t *testing.T) {
 		fault: func(f *faultLab) {
 			keep(f)
 			require.NoError(f.t, f.eng.ContainerRemove(ctx, f.project+"-jupyter", true))
-			release = holdPort(f.t, f.opts.Ports[lab.PortJupyter])
+			release = holdPort(f.t, f.opts.Ports[service.PortJupyter])
 		},
 		code: 1,
-		say:  `^host port ` + strconv.Itoa(f.opts.Ports[lab.PortJupyter]) + ` \(service jupyter\) is in use by another process on this host: .*address already in use$`,
+		say:  `^host port ` + strconv.Itoa(f.opts.Ports[service.PortJupyter]) + ` \(service jupyter\) is in use by another process on this host: .*address already in use$`,
 		next: `^find it with 'sudo ss -ltnp sport = :\d+' and stop it, or move the lab's port with --port jupyter=PORT, then '` + re(f.cmd("up")) + ` [^']*--port dashboard=\d+ --port grafana=\d+ --port jupyter=\d+ [^']*'$`,
 		fix:  func() string { return f.cmd("up") },
 		recover: func(f *faultLab) {
@@ -250,7 +252,7 @@ func TestFaultTable(t *testing.T) {
 		survive: func(f *faultLab) {
 			assert.Empty(f.t, f.ids(), "the first up's containers were rolled back")
 			assert.NotEmpty(f.t, f.volumes(), "volumes are kept")
-			_, err := lab.StateDir(f.stateDir).Credentials()
+			_, err := labstate.Dir(f.stateDir).Credentials()
 			assert.NoError(f.t, err, "the credentials are kept")
 		},
 	}, {

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 // headRestartOverride: the workers' raylets give up on a silent GCS after
@@ -21,18 +23,18 @@ const headRestartOverride = "services:\n" +
 	"  ray-worker-0:\n    environment:\n      RAY_gcs_rpc_server_reconnect_timeout_s: \"10\"\n" +
 	"  ray-worker-1:\n    environment:\n      RAY_gcs_rpc_server_reconnect_timeout_s: \"10\"\n"
 
-func (s *standin) status(t *testing.T) lab.Status {
+func (s *standin) status(t *testing.T) status.Status {
 	t.Helper()
 	stdout, stderr, code := runBin(t, binRun{args: append([]string{"status", "--json"}, s.lab()...), env: s.env})
 	// 1 is status's verdict while a planned service is not running (a
 	// worker Docker is restarting); its JSON is printed either way.
 	require.Contains(t, []int{0, 1}, code, stderr)
-	var st lab.Status
+	var st status.Status
 	require.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
 	return st
 }
 
-func workersAlive(st lab.Status) int {
+func workersAlive(st status.Status) int {
 	n := 0
 	for _, svc := range st.Services {
 		if svc.WorkerIndex != nil && svc.State == "running" && svc.RayState == "ALIVE" {
@@ -50,16 +52,16 @@ func workersAlive(st lab.Status) int {
 func TestHeadRestartTheWorkersRejoin(t *testing.T) {
 	s := newStandin(t)
 	require.NoError(t, os.MkdirAll(s.stateDir, 0o700))
-	require.NoError(t, os.WriteFile(lab.StateDir(s.stateDir).File(compose.OverrideFile), []byte(headRestartOverride), 0o600))
+	require.NoError(t, os.WriteFile(state.Dir(s.stateDir).File(compose.OverrideFile), []byte(headRestartOverride), 0o600))
 	_, stderr, code := runBin(t, binRun{args: s.upArgs(), env: s.env})
 	require.Equal(t, 0, code, "up: %s", stderr)
 	require.Equal(t, 2, workersAlive(s.status(t)))
 
-	head := s.project + "-" + lab.HeadService
+	head := s.project + "-" + service.HeadService
 	out, err := exec.Command("docker", "restart", "-t", "2", head).CombinedOutput()
 	require.NoError(t, err, "docker restart %s: %s", head, out)
 
-	var st lab.Status
+	var st status.Status
 	if !assert.Eventually(t, func() bool {
 		st = s.status(t)
 		return len(st.LostHead) == 2

@@ -8,11 +8,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
 )
 
 // lab writes the command lines of next steps on this command's lab.
-func (a *app) lab() lab.Commands { return lab.Commands{Project: a.project, StateDir: a.stateDir} }
+func (a *app) lab() nextstep.Commands {
+	return nextstep.Commands{Project: a.project, StateDir: a.stateDir}
+}
 
 // rerunWith names a command's placeholders for its arguments in the next
 // steps (join's bundle is long and a secret: 'mltrain join BUNDLE').
@@ -46,7 +48,7 @@ func (a *app) nextSteps(root *cobra.Command) {
 // commands are the command lines of next steps for c run with args: the
 // lab's flags as this run resolved them, and c's own words, arguments and
 // the flags the user gave, to run it again.
-func (a *app) commands(c *cobra.Command, args []string) lab.Commands {
+func (a *app) commands(c *cobra.Command, args []string) nextstep.Commands {
 	ran := strings.Fields(c.CommandPath())[1:]
 	if p, ok := c.Annotations[rerunWith]; ok {
 		ran = append(ran, strings.Fields(p)...)

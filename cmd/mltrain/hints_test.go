@@ -16,7 +16,8 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func appWith(project, stateDir string) *app {
@@ -28,7 +29,7 @@ func appWith(project, stateDir string) *app {
 // A next step is a command line mltrain takes: the lab's flags before the
 // command reach it.
 func TestNextStepsRun(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	c, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
 	step := appWith("ncaudit", dir.Path()).lab().Line("credentials", "--json")
@@ -43,7 +44,7 @@ func TestNextStepsRun(t *testing.T) {
 	require.NoError(t, root.ExecuteContext(context.Background()))
 	assert.Equal(t, "ncaudit", a.project)
 	var got struct {
-		Credentials lab.Credentials `json:"credentials"`
+		Credentials plan.Credentials `json:"credentials"`
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	assert.Equal(t, c, got.Credentials)
@@ -62,9 +63,9 @@ func TestErrorsNextLineCarriesTheLabsFlags(t *testing.T) {
 // user on the second host to run join again, with the bundle's place and
 // the flags given, on the same lab; up's names up.
 func TestAFailedJoinNamesJoinsRerun(t *testing.T) {
-	b := lab.JoinBundle{Lab: "lab2", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: strings.Repeat("ab", 32),
-		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: "LABUSER000", S3Secret: "labsecret0", RayVersion: lab.DefaultRayVersion,
-		Python: "3.12", ImageHash: "000000000000", ImageKind: "ray-rocm", PortBase: lab.DefaultRayPortBase}
+	b := plan.JoinBundle{Lab: "lab2", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: strings.Repeat("ab", 32),
+		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: "LABUSER000", S3Secret: "labsecret0", RayVersion: plan.DefaultRayVersion,
+		Python: "3.12", ImageHash: "000000000000", ImageKind: "ray-rocm", PortBase: plan.DefaultRayPortBase}
 	failing := func(args ...string) (string, string) {
 		var out, errOut bytes.Buffer
 		a := newApp(&out, &errOut)

@@ -10,7 +10,8 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 func (a *app) imagesCmd() *cobra.Command {
@@ -49,7 +50,7 @@ Images not on this host are listed and left out.`,
 	}
 	cmd.Flags().StringVar(&rayVersion, "ray-version", dockerfiles.DefaultRayVersion, "Ray version of the lab whose images to save")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := lab.CheckRayVersion(rayVersion); err != nil {
+		if err := plan.CheckRayVersion(rayVersion); err != nil {
 			return err
 		}
 		refs, err := saveCandidates(rayVersion, args[1:])
@@ -91,9 +92,9 @@ Images not on this host are listed and left out.`,
 // bases, and the extra images named on the command line.
 func saveCandidates(rayVersion string, extra []string) ([]string, error) {
 	var planned []string
-	for _, role := range lab.Roles {
+	for _, role := range service.Roles() {
 		for _, v := range []gpu.Vendor{gpu.NVIDIA, gpu.AMD} {
-			ref, err := lab.DefaultImage(role, rayVersion, v)
+			ref, err := service.DefaultImage(role, rayVersion, v)
 			if err != nil {
 				return nil, err
 			}

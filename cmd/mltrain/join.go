@@ -11,7 +11,9 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func (a *app) joinTokenCmd() *cobra.Command {
@@ -40,7 +42,7 @@ must have been brought up with 'mltrain up --allow-join'.`,
 }
 
 func (a *app) joinCmd() *cobra.Command {
-	var o lab.JoinRunOptions
+	var o lifecycle.JoinRunOptions
 	var hostIP, nodeIP, shm, pull, memory, gpusFrom string
 	var cpus int
 	var timeout time.Duration
@@ -65,7 +67,7 @@ compose.yaml and starts nothing.`,
 	fl.BoolVar(&o.Join.AllowCPU, "allow-cpu", false, "join a host without GPUs as CPU rehearsal workers")
 	fl.IntVar(&o.Join.WorkerCPUs, "worker-cpus", 0, "CPUs each worker advertises (default: the host's split across workers)")
 	fl.StringVar(&shm, "shm-size", "", "shared memory per worker, e.g. 12g")
-	fl.StringVar(&o.Join.DataVolume, "data-volume", lab.DefaultDataVolume, "this host's Docker volume holding Food-11")
+	fl.StringVar(&o.Join.DataVolume, "data-volume", plan.DefaultDataVolume, "this host's Docker volume holding Food-11")
 	fl.StringVar(&o.Join.WorkerImage, "image-worker", "", "worker image to run instead of building mltrain's (e.g. one 'mltrain images load' brought)")
 	fl.StringVar(&hostIP, "host-ip", "", "this host's public address (default: detected)")
 	fl.StringVar(&nodeIP, "node-ip", "", "this host's address on the network the lab's hosts share (default: the default-route interface's)")
@@ -81,7 +83,7 @@ compose.yaml and starts nothing.`,
 	fl.StringVar(&out, "out", "", "with --render-only: the directory to write to")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		b, err := lab.DecodeJoinBundle(args[0])
+		b, err := plan.DecodeJoinBundle(args[0])
 		if err != nil {
 			return err
 		}
@@ -95,7 +97,7 @@ compose.yaml and starts nothing.`,
 			if !o.RenderOnly {
 				return clierr.WithCode(clierr.Hintf("add --render-only, or drop --out", "--out writes files only with --render-only"), clierr.ExitUsage)
 			}
-			o.StateDir = lab.StateDir(out)
+			o.StateDir = state.Dir(out)
 		}
 		if shm != "" {
 			if o.Join.WorkerShm, err = parseSize("--shm-size", shm); err != nil {
@@ -109,7 +111,7 @@ compose.yaml and starts nothing.`,
 		if err != nil {
 			return err
 		}
-		var deps lab.UpDeps
+		var deps lifecycle.UpDeps
 		deps.Detect = detect
 		if !o.RenderOnly {
 			eng, err := a.connect(ctx)
@@ -129,7 +131,7 @@ compose.yaml and starts nothing.`,
 			}
 			defer l.Release()
 		}
-		res, err := lab.Join(ctx, deps, o)
+		res, err := lifecycle.Join(ctx, deps, o)
 		done()
 		if err != nil {
 			return err
@@ -157,7 +159,7 @@ func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderO
 		return nil, clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
 			"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
 	}
-	report, err := lab.ReadGPUReport(gpusFrom)
+	report, err := plan.ReadGPUReport(gpusFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderO
 	return func(context.Context) (host.Facts, error) { return f, nil }, nil
 }
 
-func (a *app) printJoin(r lab.Result, b lab.JoinBundle) {
+func (a *app) printJoin(r lifecycle.Result, b plan.JoinBundle) {
 	var s strings.Builder
 	p := r.Plan
 	if len(r.Files) > 0 {

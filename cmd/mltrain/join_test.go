@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func TestJoinRefusesBadInputBeforeTheEngine(t *testing.T) {
@@ -30,8 +31,8 @@ func TestJoinRefusesBadInputBeforeTheEngine(t *testing.T) {
 
 // join-token on a lab that was brought up closed says how to open it.
 func TestJoinTokenNeedsAllowJoin(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
-	require.NoError(t, dir.SaveState(lab.State{Project: "closed", Plan: lab.Plan{Project: "closed", Network: lab.NetworkBridge}}))
+	dir := state.Dir(t.TempDir())
+	require.NoError(t, dir.SaveState(state.State{Project: "closed", Plan: plan.Plan{Project: "closed", Network: plan.NetworkBridge}}))
 	_, stderr, code := runOffline(t, "join-token", "--state-dir", dir.Path(), "--project", "closed")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "brought up without --allow-join")
@@ -42,9 +43,9 @@ func TestJoinTokenNeedsAllowJoin(t *testing.T) {
 // flags, starting nothing (the engine is never asked).
 func TestJoinRenderOnly(t *testing.T) {
 	out := t.TempDir()
-	b := lab.JoinBundle{Lab: "mltrain", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: strings.Repeat("ab", 32),
-		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: "LABUSER000", S3Secret: "labsecret0", RayVersion: lab.DefaultRayVersion,
-		Python: "3.12", ImageHash: "000000000000", ImageKind: "ray-rocm", PortBase: lab.DefaultRayPortBase}
+	b := plan.JoinBundle{Lab: "mltrain", HeadIP: "10.52.0.7", GCSPort: 6379, Dashboard: 8265, RayToken: strings.Repeat("ab", 32),
+		MinIO: "http://10.52.0.7:9000", Bucket: "ray", S3Access: "LABUSER000", S3Secret: "labsecret0", RayVersion: plan.DefaultRayVersion,
+		Python: "3.12", ImageHash: "000000000000", ImageKind: "ray-rocm", PortBase: plan.DefaultRayPortBase}
 	stdout, stderr, code := runOffline(t, "join", b.Encode(), "--render-only", "--out", out, "--gpus-from", gpusFile(t, twoNvidia),
 		"--cpus", "16", "--memory", "64g", "--node-ip", "10.52.0.8")
 	require.Equal(t, 0, code, stderr)

@@ -14,8 +14,9 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // The lab command's arguments besides the exercises.
@@ -148,16 +149,16 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
 	dir := a.StateDir()
 	env := exercise.Env{Project: a.project, StateDir: dir, Workspace: c.workspace, Commands: a.lab()}
-	var lc lab.Clients
-	if _, err := os.Stat(dir.File(lab.StateFile)); err == nil {
+	var lc state.Clients
+	if _, err := os.Stat(dir.File(state.StateFile)); err == nil {
 		// The lab is here: its credentials must be too (never minted anew).
 		if lc, err = dir.Connect(); err != nil {
 			return exercise.Env{}, nil, err
 		}
 		env.Ray, env.Store, env.NodeIP = lc.Ray, lc.Store, lc.Plan.NodeIP
-		if lc.Plan.Mode == lab.ModeCPU {
+		if lc.Plan.Mode == plan.ModeCPU {
 			// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
-			env.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}
+			env.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": plan.AccelCPU}
 		}
 	}
 	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))
@@ -167,7 +168,7 @@ func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.
 	}
 	if env.Ray == nil || addr != "" || token != "" {
 		if token == "" && lc.Creds.RayAuthToken != "" {
-			token, source = lc.Creds.RayAuthToken, dir.File(lab.CredentialsFile)
+			token, source = lc.Creds.RayAuthToken, dir.File(state.CredentialsFile)
 		}
 		rc, err := ray.New(ray.Options{Address: labFirstSet(addr, lc.Probes.Ray), Token: token, TokenSource: source})
 		if err != nil {

@@ -17,8 +17,9 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -103,24 +104,24 @@ func TestLabSubmitEndToEnd(t *testing.T) {
 			raytest.SetStatus(j, ray.Succeeded, "ok", time.Now())
 		}
 	}
-	state := t.TempDir()
+	dir := t.TempDir()
 	t.Setenv("RAY_ADDRESS", srv.URL)
 	t.Setenv("RAY_AUTH_TOKEN", "tok")
-	out, errOut, code := run(t, "--state-dir", state, "lab", "submit", "--quick", "--poll", "1ms", "--json")
+	out, errOut, code := run(t, "--state-dir", dir, "lab", "submit", "--quick", "--poll", "1ms", "--json")
 	require.Equal(t, 0, code, errOut)
 	var rec exercise.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	assert.True(t, rec.OK)
 	assert.Equal(t, ray.Succeeded, rec.Jobs[0].Status)
-	saved, err := exercise.LoadRecord(lab.StateDir(state), "submit")
+	saved, err := exercise.LoadRecord(state.Dir(dir), "submit")
 	require.NoError(t, err)
 	assert.True(t, saved.OK)
 
 	// A wrong token fails (exit 1); the flag wins over RAY_AUTH_TOKEN.
 	t.Setenv("RAY_AUTH_TOKEN", "nope")
-	_, _, code = run(t, "--state-dir", state, "lab", "submit", "--poll", "1ms")
+	_, _, code = run(t, "--state-dir", dir, "lab", "submit", "--poll", "1ms")
 	assert.Equal(t, 1, code)
-	_, _, code = run(t, "--state-dir", state, "lab", "submit", "--poll", "1ms", "--ray-token", "tok")
+	_, _, code = run(t, "--state-dir", dir, "lab", "submit", "--poll", "1ms", "--ray-token", "tok")
 	assert.Equal(t, 0, code)
 	assert.Len(t, srv.JobIDs(), 2, "the rejected run submitted nothing")
 }
@@ -160,12 +161,12 @@ func TestLabReachesTheLabInTheStateDir(t *testing.T) {
 		j.Logs = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"
 		raytest.SetStatus(j, ray.Succeeded, "ok", time.Now())
 	}
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	creds, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
 	srv.Token = creds.RayAuthToken
-	require.NoError(t, dir.SaveState(lab.State{Project: "envlab", Plan: lab.Plan{Project: "envlab"},
-		Probes: lab.Probes{Ray: srv.URL, MinIO: "http://127.0.0.1:1"}}))
+	require.NoError(t, dir.SaveState(state.State{Project: "envlab", Plan: plan.Plan{Project: "envlab"},
+		Probes: plan.Probes{Ray: srv.URL, MinIO: "http://127.0.0.1:1"}}))
 	t.Setenv("RAY_ADDRESS", "")
 	t.Setenv("RAY_AUTH_TOKEN", "")
 	_, errOut, code := run(t, "--state-dir", dir.Path(), "lab", "submit", "--quick", "--poll", "1ms")

@@ -8,67 +8,68 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // labFlags are the lab's options as flags, shared by render and up so both
 // plan the same lab from the same command line.
 type labFlags struct {
-	opts   lab.Options
+	opts   plan.Options
 	shm    string
 	hostIP string
 	nodeIP string
-	images map[lab.Role]*string
+	images map[service.Role]*string
 	ports  map[string]int
 }
 
-var imageHelp = map[lab.Role]string{
-	lab.RoleHead:       "Ray head image (default: the worker image; job drivers run on the head and need torch)",
-	lab.RoleWorker:     "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
-	lab.RoleJupyter:    "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
-	lab.RoleMinIO:      "MinIO image (default " + lab.MinIOImage + ")",
-	lab.RolePrometheus: "Prometheus image (default " + lab.PrometheusImage + ")",
-	lab.RoleGrafana:    "Grafana image (default " + lab.GrafanaImage + ")",
+var imageHelp = map[service.Role]string{
+	service.RoleHead:       "Ray head image (default: the worker image; job drivers run on the head and need torch)",
+	service.RoleWorker:     "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
+	service.RoleJupyter:    "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
+	service.RoleMinIO:      "MinIO image (default " + service.MinIOImage + ")",
+	service.RolePrometheus: "Prometheus image (default " + service.PrometheusImage + ")",
+	service.RoleGrafana:    "Grafana image (default " + service.GrafanaImage + ")",
 }
 
 // addLabFlags registers the lab's option flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labFlags {
-	f := &labFlags{images: map[lab.Role]*string{}}
-	fs.StringVar(&f.opts.RayVersion, "ray-version", lab.DefaultRayVersion, "Ray version of every node (>= 2.52: token authentication)")
+	f := &labFlags{images: map[service.Role]*string{}}
+	fs.StringVar(&f.opts.RayVersion, "ray-version", plan.DefaultRayVersion, "Ray version of every node (>= 2.52: token authentication)")
 	fs.IntVar(&f.opts.Workers, "workers", 0, "number of Ray workers (default: one per GPU; 2 in CPU rehearsal)")
 	fs.BoolVar(&f.opts.ShareGPU, "share-gpu", false, "on a host with one GPU, run two workers on it")
-	fs.StringVar(&f.opts.Bind, "bind", lab.DefaultBind, "address the browser ports (8265, 3000, 8888, 9001) are published on")
+	fs.StringVar(&f.opts.Bind, "bind", plan.DefaultBind, "address the browser ports (8265, 3000, 8888, 9001) are published on")
 	fs.StringVar(&f.hostIP, "host-ip", "", "address students' browsers use to reach the host (default: detected)")
 	fs.IntVar(&f.opts.HeadCPUs, "head-cpus", 0, "CPUs the Ray head advertises (default: sized from the host)")
 	fs.IntVar(&f.opts.WorkerCPUs, "worker-cpus", 0, "CPUs each Ray worker advertises (default: the host's CPUs split across workers)")
 	fs.StringVar(&f.shm, "shm-size", "", "shared memory per worker, e.g. 12g (default: about 30% of memory split across workers)")
-	fs.StringVar(&f.opts.DataVolume, "data-volume", lab.DefaultDataVolume, "Docker volume holding the Food-11 dataset")
-	fs.StringVar(&f.opts.Workspace, "workspace", lab.DefaultWorkspace, "directory mounted in Jupyter (relative to the state dir)")
-	for _, r := range lab.Roles {
+	fs.StringVar(&f.opts.DataVolume, "data-volume", plan.DefaultDataVolume, "Docker volume holding the Food-11 dataset")
+	fs.StringVar(&f.opts.Workspace, "workspace", plan.DefaultWorkspace, "directory mounted in Jupyter (relative to the state dir)")
+	for _, r := range service.Roles() {
 		f.images[r] = fs.String("image-"+string(r), "", imageHelp[r])
 	}
 	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: dashboard, grafana, jupyter, minio-console, minio-api, prometheus, gcs)")
 	fs.BoolVar(&f.opts.AllowJoin, "allow-join", false, "accept workers from other hosts ('mltrain join-token' then prints their join line): Ray's nodes run on the host network")
-	fs.IntVar(&f.opts.RayPortBase, "ray-port-base", lab.DefaultRayPortBase, "with --allow-join: first of the ports Ray's nodes use on each host (1000 per node)")
+	fs.IntVar(&f.opts.RayPortBase, "ray-port-base", plan.DefaultRayPortBase, "with --allow-join: first of the ports Ray's nodes use on each host (1000 per node)")
 	fs.StringVar(&f.nodeIP, "node-ip", "", "with --allow-join: this host's address on the network the other hosts share (default: the default-route interface's)")
 	return f
 }
 
 // options turns the flags into lab.Options for project and validates them.
-func (f *labFlags) options(project string) (lab.Options, error) {
+func (f *labFlags) options(project string) (plan.Options, error) {
 	o := f.opts
 	o.Project = project
 	if f.shm != "" {
 		b, err := parseSize("--shm-size", f.shm)
 		if err != nil {
-			return lab.Options{}, err
+			return plan.Options{}, err
 		}
 		o.WorkerShm = b
 	}
 	for r, v := range f.images {
 		if *v != "" {
 			if o.Images == nil {
-				o.Images = map[lab.Role]string{}
+				o.Images = map[service.Role]string{}
 			}
 			o.Images[r] = *v
 		}
@@ -77,7 +78,7 @@ func (f *labFlags) options(project string) (lab.Options, error) {
 		o.Ports = f.ports
 	}
 	if err := o.Validate(); err != nil {
-		return lab.Options{}, err
+		return plan.Options{}, err
 	}
 	return o, nil
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 func (a *app) logsCmd() *cobra.Command {
@@ -27,7 +27,7 @@ func (a *app) logsCmd() *cobra.Command {
 			return err
 		}
 		defer eng.Close()
-		return lab.Logs(cmd.Context(), eng, a.project, service, follow, tail, a.out, a.errOut)
+		return lifecycle.Logs(cmd.Context(), eng, a.project, service, follow, tail, a.out, a.errOut)
 	}
 	return cmd
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // verifyNow runs verify --json once, at once, and returns the rows that
@@ -46,7 +46,7 @@ func TestVerifyRightAfterUpPasses(t *testing.T) {
 	assert.Contains(t, errOut, "ready health", "up waited for the engine's health")
 	assert.Empty(t, verifyNow(t, s, groups), "verify right after up")
 
-	worker := s.container(t, lab.WorkerService(1))
+	worker := s.container(t, service.WorkerService(1))
 	require.NoError(t, s.eng.ContainerRemove(context.Background(), worker, true))
 	_, errOut, code = runBin(t, binRun{args: s.upArgs(), env: s.env})
 	require.Equal(t, 0, code, errOut)

@@ -10,7 +10,9 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/render"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func (a *app) renderCmd() *cobra.Command {
@@ -48,7 +50,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 				return clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
 					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
 			}
-			if facts.GPUs, err = lab.ReadGPUReport(gpusFrom); err != nil {
+			if facts.GPUs, err = plan.ReadGPUReport(gpusFrom); err != nil {
 				return err
 			}
 			facts.HostIP, facts.NodeIP, facts.RenderGID, facts.VideoGID = lf.hostIP, lf.nodeIP, renderGID, videoGID
@@ -65,18 +67,18 @@ Credentials are generated once and kept in the output directory (0600).`,
 		}
 		dir := a.StateDir()
 		if out != "" {
-			dir = lab.StateDir(out)
+			dir = state.Dir(out)
 		}
 		creds, _, err := dir.CreateCredentials()
 		if err != nil {
 			return err
 		}
-		plan, err := lab.NewPlan(facts, opts, creds)
+		plan, err := plan.New(facts, opts, creds)
 		if err != nil {
 			return err
 		}
 		// Written and loaded back as `up` does: the user's override merged, validated.
-		rendered, err := lab.Render(cmd.Context(), dir, plan)
+		rendered, err := render.Render(cmd.Context(), dir, plan)
 		if err != nil {
 			return err
 		}
@@ -94,7 +96,7 @@ Credentials are generated once and kept in the output directory (0600).`,
 	return cmd
 }
 
-func printRender(a *app, dir lab.StateDir, files []string, p lab.Plan) error {
+func printRender(a *app, dir state.Dir, files []string, p plan.Plan) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Lab %q: %s mode, %d worker(s)\n", p.Project, p.Mode, len(p.Workers))
 	fmt.Fprintf(&b, "  %-14s %d CPUs, shm %s\n", p.Head.Container, p.Head.CPUs, progress.Bytes(p.Head.ShmBytes))

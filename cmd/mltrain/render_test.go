@@ -12,7 +12,9 @@ import (
 
 	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 const twoNvidia = `{"gpus":[
@@ -38,11 +40,11 @@ func TestRenderForAnotherHost(t *testing.T) {
 	proj, err := compose.Load(context.Background(), out)
 	require.NoError(t, err)
 	assert.Len(t, proj.Services, 7)
-	head, err := proj.GetService(lab.HeadService)
+	head, err := proj.GetService(service.HeadService)
 	require.NoError(t, err)
 	assert.Equal(t, "http://129.114.27.10:3000", *head.Environment["RAY_GRAFANA_IFRAME_HOST"])
 
-	st, err := os.Stat(filepath.Join(out, lab.CredentialsFile))
+	st, err := os.Stat(filepath.Join(out, state.CredentialsFile))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 
@@ -63,17 +65,17 @@ func TestRenderJSONHasNoSecrets(t *testing.T) {
 		"--out", out, "--image-minio", "local/minio-standin:1", "--port", "dashboard=18265")
 	require.NoError(t, err)
 	var got struct {
-		Dir   string   `json:"dir"`
-		Files []string `json:"files"`
-		Plan  lab.Plan `json:"plan"`
+		Dir   string    `json:"dir"`
+		Files []string  `json:"files"`
+		Plan  plan.Plan `json:"plan"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 	assert.Equal(t, out, got.Dir)
 	assert.Contains(t, got.Files, compose.ComposeFile)
 	assert.Len(t, got.Plan.Workers, 2)
-	assert.Equal(t, "local/minio-standin:1", got.Plan.Images[lab.RoleMinIO])
-	assert.Equal(t, 18265, got.Plan.Ports[lab.PortDashboard])
-	creds, err := lab.StateDir(out).Credentials()
+	assert.Equal(t, "local/minio-standin:1", got.Plan.Images[service.RoleMinIO])
+	assert.Equal(t, 18265, got.Plan.Ports[service.PortDashboard])
+	creds, err := state.Dir(out).Credentials()
 	require.NoError(t, err)
 	assert.NotContains(t, stdout, creds.RayAuthToken)
 	assert.NotContains(t, stdout, creds.MinIOSecretKey)
@@ -92,9 +94,9 @@ func TestRenderBadInput(t *testing.T) {
 		return append([]string{"render", "--gpus-from", good, "--cpus", "64", "--memory", "256g", "--out", t.TempDir()}, extra...)
 	}
 	looseDir := t.TempDir()
-	_, _, err := lab.StateDir(looseDir).CreateCredentials()
+	_, _, err := state.Dir(looseDir).CreateCredentials()
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(filepath.Join(looseDir, lab.CredentialsFile), 0o640))
+	require.NoError(t, os.Chmod(filepath.Join(looseDir, state.CredentialsFile), 0o640))
 	blocker := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
 

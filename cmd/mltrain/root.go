@@ -16,7 +16,9 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // app holds the global flags and the ways commands reach the outside world,
@@ -61,7 +63,7 @@ and verifies them.`,
 	pf.BoolVar(&a.json, "json", false, "machine-readable output (JSON)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "more detail")
 	pf.StringVar(&a.stateDir, "state-dir", "", "where the lab's generated files and credentials live (default ~/.mltrain/<project>)")
-	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix (lowercase, at most "+strconv.Itoa(lab.MaxProjectLen)+" characters)")
+	pf.StringVar(&a.project, "project", "mltrain", "lab name: Compose project, container and volume prefix (lowercase, at most "+strconv.Itoa(service.MaxProjectLen)+" characters)")
 
 	root.AddCommand(
 		a.versionCmd(),
@@ -82,7 +84,7 @@ and verifies them.`,
 		}
 		// Every command names its lab by --project: check it before any
 		// name derived from it reaches the engine or the filesystem.
-		if err := lab.CheckProject(a.project); err != nil {
+		if err := service.CheckProject(a.project); err != nil {
 			return clierr.Usage(err, c.CommandPath())
 		}
 		return nil
@@ -185,7 +187,7 @@ func interrupted(ctx context.Context, err error, args []string) error {
 func rerunLine(args []string) string {
 	words := []string{"mltrain"}
 	for _, a := range args {
-		words = append(words, lab.ShellWord(a))
+		words = append(words, nextstep.ShellWord(a))
 	}
 	return strings.Join(words, " ")
 }
@@ -203,11 +205,11 @@ func report(w io.Writer, err error) int {
 }
 
 // StateDir is the lab's state directory (not created here).
-func (a *app) StateDir() lab.StateDir {
+func (a *app) StateDir() state.Dir {
 	if a.stateDir != "" {
-		return lab.StateDir(a.stateDir)
+		return state.Dir(a.stateDir)
 	}
-	return lab.DefaultStateDir(a.project)
+	return state.DefaultDir(a.project)
 }
 
 // reporter picks how progress is shown: JSON events with --json, a live view

@@ -27,8 +27,9 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // standin is a stand-in lab's command line for one test: the project (the
@@ -39,7 +40,7 @@ type standin struct {
 	eng      docker.Engine
 	project  string
 	stateDir string
-	opts     lab.Options
+	opts     plan.Options
 	env      []string
 }
 
@@ -48,7 +49,7 @@ func newStandin(t *testing.T) *standin {
 	eng := dockertest.Engine(t)
 	o := labtest.LabOptions(t, eng, "mltc")
 	s := &standin{eng: eng, opts: o, stateDir: filepath.Join(t.TempDir(), "state")}
-	s.project = o.Project + "-" + strings.Repeat("x", lab.MaxProjectLen-len(o.Project)-1)
+	s.project = o.Project + "-" + strings.Repeat("x", service.MaxProjectLen-len(o.Project)-1)
 	s.opts.Project, s.opts.DataVolume = s.project, s.project+"-food11"
 	// A CPU rehearsal: an empty sysfs (no AMD GPU); a HOME of its own.
 	s.env = []string{gpu.RootEnv + "=" + t.TempDir(), "HOME=" + t.TempDir()}
@@ -71,7 +72,7 @@ func (s *standin) upArgs(extra ...string) []string {
 	args := append([]string{"up"}, s.lab()...)
 	args = append(args, "--pull", "never", "--bind", "127.0.0.1", "--host-ip", "127.0.0.1", "--timeout", "2m",
 		"--data-volume", s.opts.DataVolume)
-	for _, r := range lab.Roles {
+	for _, r := range service.Roles() {
 		args = append(args, "--image-"+string(r), s.opts.Images[r])
 	}
 	names := make([]string, 0, len(s.opts.Ports))

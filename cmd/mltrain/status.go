@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -26,7 +27,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 				return err
 			}
 			defer eng.Close()
-			st, err := lab.GetStatus(cmd.Context(), eng, a.StateDir(), a.project)
+			st, err := status.Get(cmd.Context(), eng, a.StateDir(), a.project)
 			if err != nil {
 				return err
 			}
@@ -55,7 +56,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 	}
 }
 
-func printStatus(a *app, st lab.Status) {
+func printStatus(a *app, st status.Status) {
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tCONTAINER\tSTATE\tHEALTH\tGPU\tRAY")
 	for _, s := range st.Services {
@@ -85,8 +86,14 @@ func printStatus(a *app, st lab.Status) {
 	for _, n := range st.Notes {
 		fmt.Fprintf(a.out, "Note: %s\n", n)
 	}
-	if u := st.URLs; u != nil {
-		fmt.Fprintf(a.out, "Ray dashboard %s · Jupyter %s · Grafana %s · MinIO console %s\n", u.RayDashboard, u.Jupyter, u.Grafana, u.MinIOConsole)
+	var pages []string
+	for _, pg := range service.Pages() {
+		if u := st.URLs[pg.Key]; u != "" {
+			pages = append(pages, pg.Title+" "+u)
+		}
+	}
+	if len(pages) > 0 {
+		fmt.Fprintln(a.out, strings.Join(pages, " · "))
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 // status exits non-zero when a planned service is not running, whatever
@@ -21,7 +22,7 @@ func TestStatusFailsForAPlannedServiceNotRunning(t *testing.T) {
 	out, err := s.status(t)
 	require.NoError(t, err, "every planned service runs:\n%s", out)
 
-	minio := s.container(t, lab.MinIOService)
+	minio := s.container(t, service.MinIOService)
 	for _, state := range []string{"created", "exited", "paused", "restarting"} {
 		t.Run(state, func(t *testing.T) {
 			c := s.eng.Containers[minio]
@@ -30,26 +31,26 @@ func TestStatusFailsForAPlannedServiceNotRunning(t *testing.T) {
 			t.Logf("status:\n%s", out)
 			require.Error(t, err)
 			assert.Equal(t, 1, clierr.Code(err))
-			assert.ErrorIs(t, err, lab.ErrServicesDown)
+			assert.ErrorIs(t, err, status.ErrServicesDown)
 			assert.Contains(t, err.Error(), "1 planned service(s) not running: minio ("+state+")")
 			assert.Equal(t, "run 'mltrain --project "+statusProject+" --state-dir "+s.dir.Path()+" up' to start them", clierr.Hint(err), "written for this lab")
 			assert.Regexp(t, `minio +stat-minio +`+state, out)
 
 			out, err = s.status(t, "--json")
 			require.Error(t, err)
-			assert.ErrorIs(t, err, lab.ErrServicesDown)
-			var st lab.Status
+			assert.ErrorIs(t, err, status.ErrServicesDown)
+			var st status.Status
 			require.NoError(t, json.Unmarshal([]byte(out), &st), out)
-			assert.Equal(t, []string{lab.MinIOService}, st.NotRunning)
+			assert.Equal(t, []string{service.MinIOService}, st.NotRunning)
 		})
 	}
 
 	// Missing and stopped together: one error names both.
-	require.NoError(t, s.eng.ContainerRemove(context.Background(), s.container(t, lab.GrafanaService), true))
+	require.NoError(t, s.eng.ContainerRemove(context.Background(), s.container(t, service.GrafanaService), true))
 	_, err = s.status(t)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, lab.ErrMissingServices)
-	assert.ErrorIs(t, err, lab.ErrServicesDown)
+	assert.ErrorIs(t, err, status.ErrMissingServices)
+	assert.ErrorIs(t, err, status.ErrServicesDown)
 	assert.Contains(t, err.Error(), "have no container: grafana")
 	assert.Contains(t, err.Error(), "not running: minio (restarting)")
 	assert.Equal(t, "run 'mltrain --project "+statusProject+" --state-dir "+s.dir.Path()+" up' to create and start them", clierr.Hint(err))

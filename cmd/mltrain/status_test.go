@@ -19,8 +19,13 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/render"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 const statusProject = "stat"
@@ -28,10 +33,10 @@ const statusProject = "stat"
 // statusLab is a planned 2-worker lab in a state dir, its containers in the
 // fake engine (as the engine lists them after an up), and Ray's double.
 type statusLab struct {
-	dir  lab.StateDir
+	dir  state.Dir
 	eng  *fake.Engine
 	ray  *raytest.Server
-	plan lab.Plan
+	plan plan.Plan
 	proj *types.Project // as rendered
 }
 
@@ -45,17 +50,17 @@ func (s *statusLab) container(t *testing.T, svc string) string {
 
 func newStatusLab(t *testing.T, services ...string) *statusLab {
 	t.Helper()
-	s := &statusLab{dir: lab.StateDir(t.TempDir()), eng: fake.New(), ray: raytest.New(t)}
+	s := &statusLab{dir: state.Dir(t.TempDir()), eng: fake.New(), ray: raytest.New(t)}
 	creds, _, err := s.dir.CreateCredentials()
 	require.NoError(t, err)
-	s.plan, err = lab.NewPlan(labtest.RehearsalFacts(), lab.Options{Project: statusProject}, creds)
+	s.plan, err = plan.New(labtest.RehearsalFacts(), plan.Options{Project: statusProject}, creds)
 	require.NoError(t, err)
-	r, err := lab.Render(context.Background(), s.dir, s.plan)
+	r, err := render.Render(context.Background(), s.dir, s.plan)
 	require.NoError(t, err)
 	s.proj = r.Project
 	if len(services) == 0 {
-		services = []string{lab.HeadService, lab.WorkerService(0), lab.WorkerService(1), lab.MinIOService,
-			lab.PrometheusService, lab.GrafanaService, lab.JupyterService}
+		services = []string{service.HeadService, service.WorkerService(0), service.WorkerService(1), service.MinIOService,
+			service.PrometheusService, service.GrafanaService, service.JupyterService}
 	}
 	nodes := []ray.Node{}
 	for i, svc := range services {
@@ -63,11 +68,11 @@ func newStatusLab(t *testing.T, services ...string) *statusLab {
 		l := map[string]string{labels.Project: statusProject, labels.Service: svc, labels.Role: "other"}
 		for _, w := range s.plan.Workers {
 			if w.Service == svc {
-				l[labels.Role], l[labels.WorkerIndex], l[labels.Accelerator] = labels.RoleWorker, strconv.Itoa(w.Index), lab.AccelCPU
+				l[labels.Role], l[labels.WorkerIndex], l[labels.Accelerator] = labels.RoleWorker, strconv.Itoa(w.Index), plan.AccelCPU
 				nodes = append(nodes, ray.Node{NodeID: "n-" + svc, NodeIP: ip, State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1}})
 			}
 		}
-		if svc == lab.HeadService {
+		if svc == service.HeadService {
 			nodes = append(nodes, ray.Node{NodeID: "n-head", NodeIP: ip, IsHeadNode: true, State: "ALIVE"})
 		}
 		s.eng.AddContainer(docker.ContainerDetails{
@@ -80,14 +85,14 @@ func newStatusLab(t *testing.T, services ...string) *statusLab {
 
 // saveState is what a finished up leaves: state.json, Ray reached at the double.
 func (s *statusLab) saveState(t *testing.T) {
-	require.NoError(t, s.dir.SaveState(lab.State{Project: statusProject, Plan: s.plan,
-		Probes: lab.Probes{Ray: s.ray.URL, MinIO: "http://127.0.0.1:1"}, URLs: lab.MakeURLs(s.plan)}))
+	require.NoError(t, s.dir.SaveState(state.State{Project: statusProject, Plan: s.plan,
+		Probes: plan.Probes{Ray: s.ray.URL, MinIO: "http://127.0.0.1:1"}, URLs: plan.MakeURLs(s.plan)}))
 }
 
 // stopWorker stops worker i as the real engine does: exited, and no address.
 func (s *statusLab) stopWorker(t *testing.T, i int) string {
 	t.Helper()
-	name := s.container(t, lab.WorkerService(i))
+	name := s.container(t, service.WorkerService(i))
 	c := s.eng.Containers[name]
 	ip := c.Networks[statusProject+"_default"]
 	require.NoError(t, s.eng.ContainerStop(context.Background(), name, time.Second))
@@ -130,7 +135,7 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	// Once the health checks give up, Ray and the container agree.
 	s.ray.DeadAfter = time.Nanosecond
 	out, err = s.status(t)
-	assert.ErrorIs(t, err, lab.ErrServicesDown)
+	assert.ErrorIs(t, err, status.ErrServicesDown)
 	assert.Contains(t, out, "Ray: 2 of 3 nodes ALIVE\n")
 	assert.Regexp(t, `ray-worker-0 +stat-ray-worker-0 +exited .* not ALIVE\n`, out)
 	assert.Contains(t, out, "ray-worker-0: container exited; Ray lists no ALIVE node for it")
@@ -139,7 +144,7 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 // An up interrupted before its workers were created: status names the
 // planned services that have no container and exits non-zero.
 func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
-	s := newStatusLab(t, lab.HeadService, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService)
+	s := newStatusLab(t, service.HeadService, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService)
 	// The up recorded its plan in state.json before starting anything and
 	// never marked it ready (UpAt zero).
 	s.saveState(t)
@@ -147,9 +152,9 @@ func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
 	// the lab's record: state.json alone says which services the lab has.
 	creds, err := s.dir.Credentials()
 	require.NoError(t, err)
-	one, err := lab.NewPlan(labtest.RehearsalFacts(), lab.Options{Project: statusProject, Workers: 1}, creds)
+	one, err := plan.New(labtest.RehearsalFacts(), plan.Options{Project: statusProject, Workers: 1}, creds)
 	require.NoError(t, err)
-	_, err = lab.Render(context.Background(), s.dir, one)
+	_, err = render.Render(context.Background(), s.dir, one)
 	require.NoError(t, err)
 	out, err := s.status(t)
 	t.Logf("status after an interrupted up:\n%s", out)
@@ -158,7 +163,7 @@ func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
 	assert.Contains(t, err.Error(), "2 planned service(s) have no container: ray-worker-0, ray-worker-1")
 	assert.Contains(t, err.Error(), "(planned in state.json)")
 	assert.Contains(t, out, "(an up that did not finish)")
-	assert.Contains(t, clierr.Hint(err), "--state-dir "+lab.ShellWord(s.dir.Path())+" up", "the hint acts on this lab")
+	assert.Contains(t, clierr.Hint(err), "--state-dir "+nextstep.ShellWord(s.dir.Path())+" up", "the hint acts on this lab")
 	assert.Regexp(t, `ray-worker-0 +- +missing`, out)
 	assert.Contains(t, out, "minio")
 
@@ -170,7 +175,7 @@ func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {
 }
 
 func TestStatusWithoutAnyStateSaysSo(t *testing.T) {
-	s := &statusLab{dir: lab.StateDir(t.TempDir()), eng: fake.New()}
+	s := &statusLab{dir: state.Dir(t.TempDir()), eng: fake.New()}
 	out, err := s.status(t)
 	require.NoError(t, err)
 	assert.Regexp(t, `Lab "stat" has no containers. Next: 'mltrain --project stat --state-dir \S+ up'.`, out)

@@ -15,9 +15,10 @@ import (
 	"github.com/mltrain/mltrain/compose"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // The student's lab over two hosts, through the built mltrain: the first
@@ -34,7 +35,7 @@ func TestStudentLabOverTwoHosts(t *testing.T) {
 		env: []string{gpu.RootEnv + "=" + t.TempDir(), "HOME=" + t.TempDir()}}
 	host2 := labtest.NewSecondHost(t, eng, "mlts-host2")
 	require.NoError(t, os.MkdirAll(s.stateDir, 0o700))
-	require.NoError(t, os.WriteFile(lab.StateDir(s.stateDir).File(compose.OverrideFile), []byte(studentLabOverride), 0o600))
+	require.NoError(t, os.WriteFile(state.Dir(s.stateDir).File(compose.OverrideFile), []byte(studentLabOverride), 0o600))
 
 	up := s.upArgs(append(courseCPUs, "--allow-join", "--workers", "1", "--bind", nodeIP, "--node-ip", nodeIP,
 		"--host-ip", nodeIP, "--ray-port-base", fmt.Sprint(o.RayPortBase))...)
@@ -53,15 +54,15 @@ func TestStudentLabOverTwoHosts(t *testing.T) {
 	j := joinedHost(t, host2.Name)
 	join := append([]string{"join", fields[2]}, j.lab()...)
 	join = append(join, "--allow-cpu", "--workers", "1", "--worker-cpus", "32", "--node-ip", host2.IP,
-		"--image-worker", o.Images[lab.RoleWorker], "--data-volume", j.project+"-food11", "--pull", "never", "--timeout", "2m")
+		"--image-worker", o.Images[service.RoleWorker], "--data-volume", j.project+"-food11", "--pull", "never", "--timeout", "2m")
 	_, stderr, code = runBin(t, binRun{args: join, env: s.env})
 	require.Equal(t, 0, code, "join: %s", stderr)
 	// Prometheus on the first host scrapes the joined node at its address.
-	host2.RouteFrom(t, o.Project+"-"+lab.PrometheusService)
+	host2.RouteFrom(t, o.Project+"-"+service.PrometheusService)
 
 	stdout, stderr, code := runLong(t, s, 12*time.Minute, studentLabArgs(s)...)
 	require.Equal(t, 0, code, "lab all:\n%s\n%s", stdout, stderr)
-	multi, err := exercise.LoadRecord(lab.StateDir(s.stateDir), "multi")
+	multi, err := exercise.LoadRecord(state.Dir(s.stateDir), "multi")
 	require.NoError(t, err)
 	assert.True(t, multi.OK, multi.Problems)
 	job, ok := multi.LastJob()
@@ -78,7 +79,7 @@ func joinedHost(t *testing.T, holder string) *standin {
 	t.Helper()
 	j := &standin{project: strings.ReplaceAll(dockertest.UniqueName(t, "mlts2"), "_", "-"), stateDir: filepath.Join(t.TempDir(), "state2")}
 	require.NoError(t, os.MkdirAll(j.stateDir, 0o700))
-	require.NoError(t, os.WriteFile(lab.StateDir(j.stateDir).File(compose.OverrideFile),
+	require.NoError(t, os.WriteFile(state.Dir(j.stateDir).File(compose.OverrideFile),
 		[]byte("services:\n  ray-worker-0:\n    network_mode: container:"+holder+"\n"), 0o600))
 	eng := dockertest.Engine(t)
 	t.Cleanup(func() {

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -95,7 +95,7 @@ func requireAllPass(t *testing.T, rep verify.Report, code int) {
 func TestStudentLabOnTheEngine(t *testing.T) {
 	s := newStandin(t)
 	require.NoError(t, os.MkdirAll(s.stateDir, 0o700))
-	require.NoError(t, os.WriteFile(lab.StateDir(s.stateDir).File(compose.OverrideFile), []byte(studentLabOverride), 0o600))
+	require.NoError(t, os.WriteFile(state.Dir(s.stateDir).File(compose.OverrideFile), []byte(studentLabOverride), 0o600))
 
 	_, stderr, code := runBin(t, binRun{args: s.upArgs(courseCPUs...), env: s.env})
 	require.Equal(t, 0, code, "up: %s", stderr)
@@ -108,7 +108,7 @@ func TestStudentLabOnTheEngine(t *testing.T) {
 	stdout, stderr, code = runLong(t, s, 12*time.Minute, studentLabArgs(s)...)
 	require.Equal(t, 0, code, "lab all:\n%s\n%s", stdout, stderr)
 	for _, name := range exercise.Names() {
-		rec, err := exercise.LoadRecord(lab.StateDir(s.stateDir), name)
+		rec, err := exercise.LoadRecord(state.Dir(s.stateDir), name)
 		require.NoError(t, err, name)
 		assert.True(t, rec.OK, "%s: %v", name, rec.Problems)
 	}

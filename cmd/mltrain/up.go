@@ -10,7 +10,9 @@ import (
 
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/workspace"
 )
 
@@ -69,13 +71,13 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			return err
 		}
 		defer l.Release()
-		res, err := lab.Up(ctx, lab.UpDeps{
+		res, err := lifecycle.Up(ctx, lifecycle.UpDeps{
 			Engine: eng, Reporter: rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
 				return host.Detect(ctx, host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP})
 			},
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
-		}, lab.UpOptions{
+		}, lifecycle.UpOptions{
 			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
 			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil),
 		})
@@ -95,7 +97,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 // printUp says the lab is ready and where. The credentials are printed by
 // the up that created them; later ups name 'mltrain credentials' instead,
 // so a re-run's output (often pasted into chats and tickets) holds no secret.
-func (a *app) printUp(r lab.Result) {
+func (a *app) printUp(r lifecycle.Result) {
 	var b strings.Builder
 	p, c := r.Plan, a.lab()
 	fmt.Fprintf(&b, "\nLab %q is ready (%s mode, %d workers", p.Project, p.Mode, len(p.Workers))
@@ -104,7 +106,7 @@ func (a *app) printUp(r lab.Result) {
 	}
 	fmt.Fprint(&b, ").\n\n")
 	writeURLs(&b, r.URLs)
-	file := r.StateDir.File(lab.CredentialsFile)
+	file := r.StateDir.File(state.CredentialsFile)
 	if r.CredentialsCreated {
 		fmt.Fprintf(&b, "\nThe lab's new credentials, shown once here ('%s' shows them again):\n", c.Line("credentials"))
 		writeCredentials(&b, r.URLs, r.Credentials)
@@ -112,7 +114,7 @@ func (a *app) printUp(r lab.Result) {
 	} else {
 		fmt.Fprintf(&b, "\nCredentials: '%s' (kept in %s, mode 0600).\n", c.Line("credentials"), file)
 	}
-	if p.Network == lab.NetworkHost {
+	if p.Network == plan.NetworkHost {
 		fmt.Fprintf(&b, "\nOther hosts may join: '%s' prints the line to run there. Ray's nodes talk on many ports both ways:\n"+
 			"allow all TCP between this host (%s) and each joining host, and nothing else from outside.\n", c.Line("join-token"), p.NodeIP)
 	}

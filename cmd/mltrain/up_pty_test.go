@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // mltrain up of a stand-in lab in a terminal: the live view redraws, the
@@ -32,7 +32,7 @@ func TestUpInATerminal(t *testing.T) {
 	assert.Contains(t, screen, `Lab "`+s.project+`" is ready (cpu mode, 2 workers).`)
 	assert.Contains(t, screen, `✓ minio lab user: created, bucket "ray" only`, "in words, no MinIO error text")
 	assert.Len(t, s.containers(t), 7)
-	c, err := lab.StateDir(s.stateDir).Credentials()
+	c, err := state.Dir(s.stateDir).Credentials()
 	require.NoError(t, err)
 	for _, secret := range secrets(c) {
 		assert.Contains(t, screen, secret, "the up that created the credentials shows them")

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // dataFlags are up's way to load the dataset while the images come: off
@@ -28,7 +28,7 @@ func addDataFlags(fl *pflag.FlagSet) *dataFlags {
 }
 
 // load is the dataset load up was asked for, or nil.
-func (d *dataFlags) load(cmd *cobra.Command) (*lab.DataLoad, error) {
+func (d *dataFlags) load(cmd *cobra.Command) (*lifecycle.DataLoad, error) {
 	if d.name == "" {
 		if d.url != "" || d.zip != "" || d.sha != "" {
 			return nil, clierr.Usage(fmt.Errorf("--data-url, --data-zip and --data-sha256 need --data food11"), cmd.CommandPath())
@@ -41,5 +41,5 @@ func (d *dataFlags) load(cmd *cobra.Command) (*lab.DataLoad, error) {
 	if d.url != "" && d.zip != "" {
 		return nil, clierr.Usage(fmt.Errorf("--data-url and --data-zip are mutually exclusive"), cmd.CommandPath())
 	}
-	return &lab.DataLoad{URL: d.url, Zip: d.zip, SHA256: d.sha}, nil
+	return &lifecycle.DataLoad{URL: d.url, Zip: d.zip, SHA256: d.sha}, nil
 }

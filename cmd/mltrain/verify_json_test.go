@@ -14,7 +14,8 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/fake"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // verifyJSON runs verify --json with engine as the Docker engine (nil: none
@@ -63,12 +64,12 @@ func TestVerifyJSONAlwaysPrintsJSON(t *testing.T) {
 // A --junit path that cannot be written fails verify after its report is
 // printed: --json still prints the report, checks and all.
 func TestVerifyJSONKeepsTheReportWhenJUnitFails(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	creds, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
 	dead := "http://127.0.0.1:1"
-	require.NoError(t, dir.SaveState(lab.State{Project: "vj", Plan: lab.Plan{Project: "vj", Mode: lab.ModeCPU, Credentials: creds},
-		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	require.NoError(t, dir.SaveState(state.State{Project: "vj", Plan: plan.Plan{Project: "vj", Mode: plan.ModeCPU, Credentials: creds},
+		Probes: plan.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
 	got, err := verifyJSON(t, fake.New(), "--project", "vj", "--state-dir", dir.Path(), "--only", "ray",
 		"--junit", filepath.Join(dir.Path(), "no", "such", "dir.xml"))
 	require.Error(t, err)

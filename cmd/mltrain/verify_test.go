@@ -13,7 +13,8 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -65,13 +66,13 @@ func TestVerifyALabThatIsDown(t *testing.T) {
 	dockertest.Engine(t)
 	dir := t.TempDir()
 	project := dockertest.UniqueName(t, "mltv-down")
-	creds, _, err := lab.StateDir(dir).CreateCredentials()
+	creds, _, err := state.Dir(dir).CreateCredentials()
 	require.NoError(t, err)
 	dead := "http://127.0.0.1:1"
-	plan := lab.Plan{Project: project, Mode: lab.ModeCPU, Accelerator: lab.AccelCPU, DataVolume: project + "-food11",
-		Workers: []lab.Worker{{Index: 0, Service: "ray-worker-0"}, {Index: 1, Service: "ray-worker-1"}}, Credentials: creds}
-	require.NoError(t, lab.StateDir(dir).SaveState(lab.State{Project: project, Plan: plan,
-		Probes: lab.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	pl := plan.Plan{Project: project, Mode: plan.ModeCPU, Accelerator: plan.AccelCPU, DataVolume: project + "-food11",
+		Workers: []plan.Worker{{Index: 0, Service: "ray-worker-0"}, {Index: 1, Service: "ray-worker-1"}}, Credentials: creds}
+	require.NoError(t, state.Dir(dir).SaveState(state.State{Project: project, Plan: pl,
+		Probes: plan.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
 	junit := filepath.Join(dir, "verify.xml")
 	page := filepath.Join(dir, "verify.html")
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 // Set at build time (make build, GoReleaser): -ldflags "-X main.version=…
@@ -36,7 +36,7 @@ type buildInfo struct {
 
 func currentBuild() buildInfo {
 	b := buildInfo{Version: version, Commit: commit, Date: date, Go: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH, NVML: nvmlCompiledIn, RayVersion: lab.DefaultRayVersion}
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, NVML: nvmlCompiledIn, RayVersion: plan.DefaultRayVersion}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch {

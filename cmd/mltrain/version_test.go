@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 // stamp sets the link-time variables as -ldflags would, for one test.
@@ -25,7 +25,7 @@ func TestVersionJSONNamesTheBuild(t *testing.T) {
 	var b buildInfo
 	require.NoError(t, json.Unmarshal([]byte(out), &b), out)
 	assert.Equal(t, buildInfo{Version: "0.3.0", Commit: "0123abc", Date: "2026-11-23T20:00:00Z", Go: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH, NVML: nvmlCompiledIn, RayVersion: lab.DefaultRayVersion}, b)
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, NVML: nvmlCompiledIn, RayVersion: plan.DefaultRayVersion}, b)
 }
 
 func TestVersionText(t *testing.T) {
@@ -33,7 +33,7 @@ func TestVersionText(t *testing.T) {
 	out, _, code := run(t, "version")
 	require.Equal(t, 0, code)
 	for _, want := range []string{"mltrain 0.3.0\n", "commit:  0123abc", "built:   2026-11-23T20:00:00Z",
-		"go:      " + runtime.Version(), "ray:     " + lab.DefaultRayVersion} {
+		"go:      " + runtime.Version(), "ray:     " + plan.DefaultRayVersion} {
 		assert.Contains(t, out, want)
 	}
 	if nvmlCompiledIn {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 func (a *app) workerCmd() *cobra.Command {
@@ -30,7 +30,7 @@ it is healthy and has rejoined the cluster.`,
 			return clierr.WithCode(clierr.Hintf("e.g. '"+a.lab().Line("worker", "stop", "1")+"'", "worker index %q is not a number >= 0", args[1]), clierr.ExitUsage)
 		}
 		action := map[string]func(context.Context, docker.Engine, string, int) (string, error){
-			"stop": lab.StopWorker, "start": lab.StartWorker,
+			"stop": lifecycle.StopWorker, "start": lifecycle.StartWorker,
 		}[args[0]]
 		if action == nil {
 			return clierr.WithCode(clierr.Hintf("use '"+a.lab().Line("worker", "stop", "N")+"' or '"+a.lab().Line("worker", "start", "N")+"'", "unknown worker action %q", args[0]), clierr.ExitUsage)

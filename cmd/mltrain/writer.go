@@ -13,7 +13,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/lock"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 )
 
 // addNoWait adds --no-wait to a command that changes the lab.
@@ -35,7 +35,7 @@ func (a *app) lockLab(cmd *cobra.Command, args []string, eng docker.Engine, noWa
 	} else {
 		words = append(words, args...)
 	}
-	l, err := lab.LockLab(cmd.Context(), lab.LockOptions{
+	l, err := lifecycle.LockLab(cmd.Context(), lifecycle.LockOptions{
 		Engine: eng.Host(), Project: a.project, Command: strings.Join(words, " "), NoWait: noWait,
 	}, rep)
 	var held *lock.HeldError

@@ -15,7 +15,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/lock"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/nextstep"
 )
 
 // While another command holds the lab, a writer given --no-wait touches
@@ -27,7 +28,7 @@ func TestAWriterWithNoWaitLeavesTheHoldersLabAlone(t *testing.T) {
 	mine := map[string]string{labels.Project: project}
 	eng.Networks[project+"_default"] = mine
 	eng.Volumes[project+"_minio-data"] = docker.Volume{Name: project + "_minio-data", Labels: mine}
-	holder, err := lab.LockLab(ctx, lab.LockOptions{Engine: eng.Host(), Project: project, Command: "mltrain up"}, nil)
+	holder, err := lifecycle.LockLab(ctx, lifecycle.LockOptions{Engine: eng.Host(), Project: project, Command: "mltrain up"}, nil)
 	require.NoError(t, err)
 	defer holder.Release()
 	for _, c := range []struct{ args, rerun []string }{
@@ -44,7 +45,7 @@ func TestAWriterWithNoWaitLeavesTheHoldersLabAlone(t *testing.T) {
 		var held *lock.HeldError
 		require.ErrorAs(t, err, &held, "%v", c.args)
 		assert.Equal(t, fmt.Sprintf("another `mltrain up` (pid %d) holds lab %s", os.Getpid(), project), err.Error())
-		assert.Equal(t, "wait for it to finish, then run '"+lab.Commands{Project: project}.Line(c.rerun...)+"' (without --no-wait it waits by itself)", clierr.Hint(err))
+		assert.Equal(t, "wait for it to finish, then run '"+nextstep.Commands{Project: project}.Line(c.rerun...)+"' (without --no-wait it waits by itself)", clierr.Hint(err))
 		assert.Equal(t, clierr.ExitFailure, clierr.Code(err))
 	}
 	assert.Contains(t, eng.Networks, project+"_default", "the lab's network is kept")

@@ -63,3 +63,15 @@ func NextOf(err error) (Next, bool) {
 func (n Next) Then(text string, words ...string) Next {
 	return Next{Text: n.Text + text, Commands: append(append([][]string(nil), n.Commands...), words)}
 }
+
+// HintWith is err's hint: its plain hint, else its next step with each
+// command line written by line.
+func HintWith(err error, line func(words ...string) string) string {
+	if h := Hint(err); h != "" {
+		return h
+	}
+	if n, ok := NextOf(err); ok {
+		return n.Write(line)
+	}
+	return ""
+}

@@ -16,7 +16,8 @@ import (
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // Env is everything an exercise talks to; the command layer fills it.
@@ -26,7 +27,7 @@ type Env struct {
 	Engine    docker.Engine // needed by fault (stop/start a worker); optional elsewhere
 	Project   string        // compose project of the lab's containers
 	NodeIP    string        // this host's node address when the lab's nodes span hosts
-	StateDir  lab.StateDir  // records go to <StateDir>/exercises/<name>.json
+	StateDir  state.Dir     // records go to <StateDir>/exercises/<name>.json
 	Workspace string        // submitted as working_dir; default <StateDir>/workspace
 	Bucket    string        // checkpoint bucket; default "ray"
 	// JobEnv is added to the job's runtime_env env_vars (over runtime.json's),
@@ -36,7 +37,7 @@ type Env struct {
 	Now      func() time.Time
 	// Commands writes the command lines hints name, for the lab the user
 	// chose (its --project and --state-dir).
-	Commands lab.Commands
+	Commands nextstep.Commands
 }
 
 // Options are the exercise flags.

@@ -20,8 +20,8 @@ import (
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/internal/store/storetest"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 type fixture struct {
@@ -30,12 +30,12 @@ type fixture struct {
 	env   exercise.Env
 	opts  exercise.Options
 	rec   *progress.Recorder
-	state lab.StateDir
+	state state.Dir
 }
 
 func newFixture(t *testing.T, eng docker.Engine) *fixture {
 	t.Helper()
-	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: lab.StateDir(t.TempDir())}
+	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: state.Dir(t.TempDir())}
 	f.s3.MakeBucket("ray")
 	rc, err := ray.New(ray.Options{Address: f.ray.URL})
 	require.NoError(t, err)
@@ -324,7 +324,7 @@ func TestParseLog(t *testing.T) {
 }
 
 func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	require.NoError(t, exercise.SaveRecord(dir, exercise.Record{Exercise: "tune", OK: true}))
 	recs, err := exercise.LoadRecords(dir)
 	require.NoError(t, err)
@@ -332,7 +332,7 @@ func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
 	assert.True(t, recs["tune"].OK)
 	_, err = exercise.LoadRecord(dir, "fault")
 	assert.True(t, errors.Is(err, os.ErrNotExist))
-	info, err := os.Stat(dir.File(lab.RecordFile("tune")))
+	info, err := os.Stat(dir.File(state.RecordFile("tune")))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 }

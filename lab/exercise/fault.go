@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 // stopTimeout is the worker's grace period, as `docker stop` would give it.
@@ -98,7 +98,7 @@ func faultArgs(r *runner) []string {
 
 // trainingWorker finds the container of the node rank 0 trains on (the
 // worker says where in its "worker" event).
-func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, error) {
+func (f *faultRun) trainingWorker(ctx context.Context) (status.WorkerContainer, error) {
 	r := f.r
 	r.say("waiting for the training worker to start")
 	var worker, driver Event
@@ -115,7 +115,7 @@ func (f *faultRun) trainingWorker(ctx context.Context) (lab.WorkerContainer, err
 		return false, nil
 	})
 	if err != nil {
-		return lab.WorkerContainer{}, r.timeoutHint(err, ctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
+		return status.WorkerContainer{}, r.timeoutHint(err, ctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
 	}
 	f.obs.TrainingNodeIP = worker.NodeIP
 	c, err := r.workerOfNode(ctx, worker.NodeID, worker.NodeIP)
@@ -179,7 +179,7 @@ func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
 }
 
 // stop stops the training worker; the func it returns starts it again (once).
-func (f *faultRun) stop(ctx context.Context, c lab.WorkerContainer) (func(), error) {
+func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), error) {
 	r := f.r
 	r.say("Ray Train registered checkpoint %s: stopping %s", f.obs.LatestAtStop, c.Name)
 	f.obs.StoppedAt = r.env.Now()

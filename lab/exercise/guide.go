@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
 )
 
 // Spec describes an exercise to the student: what the lesson teaches, what
@@ -21,7 +21,7 @@ type Spec struct {
 
 // Guide is the whole guided lab as text, for `mltrain lab guide`; the
 // commands it names are c's, so they act on the lab the user chose.
-func Guide(c lab.Commands, dashboard string) string {
+func Guide(c nextstep.Commands, dashboard string) string {
 	if dashboard == "" {
 		dashboard = "the Ray dashboard (" + c.Line("status") + " shows its URL)"
 	}

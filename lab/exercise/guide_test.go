@@ -6,12 +6,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/nextstep"
 )
 
 func TestGuideAndText(t *testing.T) {
-	g := exercise.Guide(lab.Commands{}, "http://h:8265")
+	g := exercise.Guide(nextstep.Commands{}, "http://h:8265")
 	for _, n := range exercise.Names() {
 		assert.Contains(t, g, "mltrain lab "+n)
 	}
@@ -19,7 +19,7 @@ func TestGuideAndText(t *testing.T) {
 		"while it trains: mltrain worker stop N; afterwards: mltrain worker start N\n")
 
 	// Another lab's guide names commands that act on that lab.
-	other := exercise.Guide(lab.Commands{Project: "lab2", StateDir: "/srv/my labs/2"}, "")
+	other := exercise.Guide(nextstep.Commands{Project: "lab2", StateDir: "/srv/my labs/2"}, "")
 	const flags = `mltrain --project lab2 --state-dir "/srv/my labs/2" `
 	for _, n := range exercise.Names() {
 		assert.Contains(t, other, "("+flags+"lab "+n+")")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // JobRun is one Ray job an exercise submitted.
@@ -194,8 +194,8 @@ type TuneObs struct {
 }
 
 // SaveRecord writes rec to the state dir (atomically, 0600).
-func SaveRecord(dir lab.StateDir, rec Record) error {
-	if err := dir.WriteJSON(lab.RecordFile(rec.Exercise), rec); err != nil {
+func SaveRecord(dir state.Dir, rec Record) error {
+	if err := dir.WriteJSON(state.RecordFile(rec.Exercise), rec); err != nil {
 		return fmt.Errorf("save exercise record %s: %w", rec.Exercise, err)
 	}
 	return nil
@@ -203,9 +203,9 @@ func SaveRecord(dir lab.StateDir, rec Record) error {
 
 // LoadRecord reads an exercise's last record; an error wrapping
 // fs.ErrNotExist when it never ran.
-func LoadRecord(dir lab.StateDir, name string) (Record, error) {
+func LoadRecord(dir state.Dir, name string) (Record, error) {
 	var rec Record
-	if err := dir.ReadJSON(lab.RecordFile(name), &rec); err != nil {
+	if err := dir.ReadJSON(state.RecordFile(name), &rec); err != nil {
 		return Record{}, fmt.Errorf("exercise %s record: %w", name, err)
 	}
 	return rec, nil
@@ -213,7 +213,7 @@ func LoadRecord(dir lab.StateDir, name string) (Record, error) {
 
 // LoadRecords reads every exercise's last record, in lab order; exercises
 // that never ran are missing from the map.
-func LoadRecords(dir lab.StateDir) (map[string]Record, error) {
+func LoadRecords(dir state.Dir) (map[string]Record, error) {
 	out := map[string]Record{}
 	for _, n := range Names() {
 		rec, err := LoadRecord(dir, n)

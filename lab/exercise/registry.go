@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
 )
 
 // Exercise is one exercise of the lab, the one place it is defined: what the
@@ -23,7 +23,7 @@ type Exercise struct {
 	judge       func(Record) []string
 	// byHand writes Spec.ByHand where it names mltrain commands, which
 	// must carry the lab's flags.
-	byHand func(lab.Commands) string
+	byHand func(nextstep.Commands) string
 }
 
 // Judge is the verdict on an exercise's record: the ways what was observed
@@ -90,7 +90,7 @@ var registry = []Exercise{
 				"Cluster tab: the stopped worker's node stays ALIVE until Ray's health checks give up on it (15 s to about a minute), then DEAD; ALIVE again after the restart",
 				"MinIO console: bucket ray, the run's checkpoint_* folders"},
 		},
-		byHand: func(c lab.Commands) string {
+		byHand: func(c nextstep.Commands) string {
 			return "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: " +
 				c.Line("worker", "stop", "N") + "; afterwards: " + c.Line("worker", "start", "N")
 		},
@@ -136,7 +136,7 @@ func Names() []string {
 
 // Specs are the exercises' specs in order (the guide, and `lab guide
 // --json`), their commands written by c.
-func Specs(c lab.Commands) []Spec {
+func Specs(c nextstep.Commands) []Spec {
 	out := make([]Spec, len(registry))
 	for i, e := range registry {
 		out[i] = e.Spec

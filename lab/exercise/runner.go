@@ -13,7 +13,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/workspace"
 )
 
@@ -61,7 +61,7 @@ func (r *runner) start(ctx context.Context) error {
 		if r.env.StateDir == "" {
 			return clierr.Hintf("pass --workspace DIR", "no workspace: neither --workspace nor a state directory was given")
 		}
-		dir = r.env.StateDir.File(lab.DefaultWorkspace)
+		dir = r.env.StateDir.File(plan.DefaultWorkspace)
 		if written, err := workspace.Ensure(dir); err != nil {
 			return err
 		} else if len(written) > 0 {

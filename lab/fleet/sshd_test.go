@@ -18,8 +18,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/fleet/fleettest"
+	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -31,7 +31,7 @@ func printing(t *testing.T, v any, code int) string {
 }
 
 func report(failed ...string) verify.Report {
-	r := verify.Report{Project: "mltrain", Mode: lab.ModeCPU, OK: len(failed) == 0, Started: time.Now().UTC(), Seconds: 0.4,
+	r := verify.Report{Project: "mltrain", Mode: plan.ModeCPU, OK: len(failed) == 0, Started: time.Now().UTC(), Seconds: 0.4,
 		Checks: []verify.Check{{ID: "host.gpus", Group: "host", Title: "GPUs", Status: verify.Pass, Evidence: "no GPU hardware"}}}
 	for _, id := range failed {
 		g, _, _ := strings.Cut(id, ".")

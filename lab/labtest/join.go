@@ -11,7 +11,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // NodeIP is this machine's address other hosts would use (its default-route
@@ -27,11 +28,11 @@ func NodeIP(t testing.TB) string {
 
 // JoinableOptions are LabOptions for a lab that accepts other hosts: Ray on
 // this machine's network at nodeIP, its ports free.
-func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, workers int) lab.Options {
+func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, workers int) plan.Options {
 	t.Helper()
 	o := LabOptions(t, eng, prefix)
 	o.AllowJoin, o.Bind, o.Workers = true, nodeIP, workers
-	o.Ports[lab.PortGCS] = FreePorts(t, 1)[0]
+	o.Ports[service.PortGCS] = FreePorts(t, 1)[0]
 	o.RayPortBase = FreeRayPortBase(t, workers+1)
 	return o
 }

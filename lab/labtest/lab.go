@@ -10,7 +10,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // RehearsalFacts are a GPU-less host's facts: the lab plans a CPU rehearsal.
@@ -22,16 +23,16 @@ func RehearsalFacts() host.Facts {
 // role's image a stand-in (real MinIO), every port a free loopback one, its
 // own dataset volume. The lab's containers and volumes are removed when the
 // test ends.
-func LabOptions(t testing.TB, eng docker.Engine, prefix string) lab.Options {
+func LabOptions(t testing.TB, eng docker.Engine, prefix string) plan.Options {
 	t.Helper()
 	imgs := BuildImages(t, eng)
 	project := strings.ReplaceAll(dockertest.UniqueName(t, prefix), "_", "-")
-	o := lab.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
-		Images: map[lab.Role]string{}, Ports: map[string]int{}}
-	for _, r := range lab.Roles {
+	o := plan.Options{Project: project, Bind: "127.0.0.1", DataVolume: project + "-food11",
+		Images: map[service.Role]string{}, Ports: map[string]int{}}
+	for _, r := range service.Roles() {
 		o.Images[r] = imgs[string(r)]
 	}
-	names := []string{lab.PortDashboard, lab.PortGrafana, lab.PortJupyter, lab.PortMinIOConsole, lab.PortMinIOAPI, lab.PortPrometheus}
+	names := []string{service.PortDashboard, service.PortGrafana, service.PortJupyter, service.PortMinIOConsole, service.PortMinIOAPI, service.PortPrometheus}
 	for i, p := range FreePorts(t, len(names)) {
 		o.Ports[names[i]] = p
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 // Test ports live below the kernel's ephemeral range (Linux: 32768 and up).
@@ -49,7 +49,7 @@ func FreePorts(t testing.TB, n int) []int {
 // (lab.NodePorts lays them out) and reserves them until the test ends.
 func FreeRayPortBase(t testing.TB, slots int) int {
 	t.Helper()
-	span := lab.NodePorts(0, 1).NodeManager // one slot's block
+	span := plan.NodePorts(0, 1).NodeManager // one slot's block
 	for base := rayBaseLow; base+span*slots <= rayBaseHigh; base += span {
 		if rayBlocksFree(t, base, slots) {
 			return base
@@ -63,7 +63,7 @@ func FreeRayPortBase(t testing.TB, slots int) int {
 // block reserved before a later one proved taken stays reserved, harmlessly.
 func rayBlocksFree(t testing.TB, base, slots int) bool {
 	for s := 0; s < slots; s++ {
-		p := lab.NodePorts(base, s)
+		p := plan.NodePorts(base, s)
 		if !reserve(t, "ray-"+strconv.Itoa(p.NodeManager)) {
 			return false
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func TestFreePortsAreDistinctReservedAndBelowTheEphemeralRange(t *testing.T) {
@@ -43,7 +43,7 @@ func TestAPortInUseIsSkipped(t *testing.T) {
 func TestFreeRayPortBaseReservesEverySlotsBlock(t *testing.T) {
 	base := FreeRayPortBase(t, 3)
 	for s := 0; s < 3; s++ {
-		p := lab.NodePorts(base, s)
+		p := plan.NodePorts(base, s)
 		assert.FileExists(t, filepath.Join(os.TempDir(), "mltrain-test-ports", "ray-"+strconv.Itoa(p.NodeManager)))
 		assert.Less(t, p.MaxWorker, 32768, "slot %d reaches the ephemeral range", s)
 	}

@@ -15,16 +15,18 @@ import (
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 type standin struct {
 	eng     docker.Engine
-	dir     lab.StateDir
+	dir     state.Dir
 	project string
-	c       lab.Clients
+	c       state.Clients
 }
 
 // upStandin brings up a CPU-rehearsal lab of stand-ins (real MinIO) with
@@ -33,7 +35,7 @@ func upStandin(t *testing.T, override string) *standin {
 	t.Helper()
 	eng := dockertest.Engine(t)
 	o := labtest.LabOptions(t, eng, "mlt-ray")
-	dir := lab.StateDir(t.TempDir())
+	dir := state.Dir(t.TempDir())
 	if override != "" {
 		require.NoError(t, os.WriteFile(dir.File("compose.override.yaml"), []byte(override), 0o644))
 	}
@@ -43,9 +45,9 @@ func upStandin(t *testing.T, override string) *standin {
 	// two 4-CPU trials each (Ray's logical counts: nothing is reserved).
 	facts := labtest.RehearsalFacts()
 	facts.CPUs = 68
-	_, err := lab.Up(ctx, lab.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
+	_, err := lifecycle.Up(ctx, lifecycle.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
 		return facts, nil
-	}}, lab.UpOptions{Lab: o, StateDir: dir, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
+	}}, lifecycle.UpOptions{Lab: o, StateDir: dir, Images: images.Options{Pull: images.PullNever}, Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	c, err := dir.Connect()
 	require.NoError(t, err)
@@ -66,7 +68,7 @@ func (s *standin) container(t *testing.T, service string) string {
 func TestStandinRunsTheExercises(t *testing.T) {
 	s := upStandin(t, "")
 	env := exercise.Env{Ray: s.c.Ray, Store: s.c.Store, Engine: s.eng, Project: s.project, StateDir: s.dir,
-		JobEnv: map[string]string{"MLTRAIN_ACCELERATOR": lab.AccelCPU}}
+		JobEnv: map[string]string{"MLTRAIN_ACCELERATOR": plan.AccelCPU}}
 	opts := exercise.Options{Quick: true, FakeData: true, Poll: 500 * time.Millisecond, Timeout: 3 * time.Minute,
 		CheckpointTimeout: time.Minute, NumSamples: 8}
 	for _, name := range []string{"submit", "multi", "fractional", "fault", "tune"} {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	labstatus "github.com/mltrain/mltrain/lab/status"
 )
 
 // BenchmarkVerifyStandinLab times a whole verification of a ready stand-in
@@ -56,7 +56,7 @@ func BenchmarkVerifyStandinLab(b *testing.B) {
 			Run(ctx, d, Options{Only: []string{g}})
 		}
 		t2 := time.Now()
-		if _, err := lab.GetStatus(ctx, s.eng, s.stateDir, s.project); err != nil {
+		if _, err := labstatus.Get(ctx, s.eng, s.stateDir, s.project); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()

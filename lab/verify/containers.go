@@ -7,19 +7,20 @@ import (
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // services are the plan's services in the order of the report.
-func services(p lab.Plan) []string {
-	s := []string{lab.HeadService}
+func services(p plan.Plan) []string {
+	s := []string{service.HeadService}
 	for _, w := range p.Workers {
 		s = append(s, w.Service)
 	}
-	return append(s, lab.MinIOService, lab.PrometheusService, lab.GrafanaService, lab.JupyterService)
+	return append(s, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService)
 }
 
-func containerSpecs(p lab.Plan) []spec {
+func containerSpecs(p plan.Plan) []spec {
 	var out []spec
 	for _, svc := range services(p) {
 		out = append(out, spec{id: GroupContainers + "." + svc, group: GroupContainers,

@@ -16,9 +16,11 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/lifecycle"
+	labplan "github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // noGPURoot is a fixture host without GPUs, so the host checks do not depend
@@ -36,23 +38,23 @@ const (
 type standinLab struct {
 	eng      docker.Engine
 	project  string
-	stateDir lab.StateDir
+	stateDir state.Dir
 }
 
 func upStandinLab(t testing.TB) *standinLab {
 	t.Helper()
 	eng := dockertest.Engine(t)
 	o := labtest.LabOptions(t, eng, "mltv")
-	s := &standinLab{eng: eng, project: o.Project, stateDir: lab.StateDir(t.TempDir())}
+	s := &standinLab{eng: eng, project: o.Project, stateDir: state.Dir(t.TempDir())}
 	require.NoError(t, os.WriteFile(s.stateDir.File(compose.OverrideFile), []byte(
 		"services:\n"+
 			"  ray-worker-0:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID0+"\n"+
 			"  ray-worker-1:\n    environment:\n      STANDIN_GPU_UUIDS: "+standinUUID1+"\n"), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := lab.Up(ctx, lab.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
+	_, err := lifecycle.Up(ctx, lifecycle.UpDeps{Engine: eng, Detect: func(context.Context) (host.Facts, error) {
 		return labtest.RehearsalFacts(), nil
-	}}, lab.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
+	}}, lifecycle.UpOptions{StateDir: s.stateDir, Lab: o, Images: images.Options{Pull: images.PullNever},
 		Timeout: 2 * time.Minute, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	return s
@@ -114,7 +116,7 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	}
 	assert.Len(t, got, len(want))
 	assert.False(t, r.OK)
-	assert.Equal(t, lab.ModeCPU, r.Mode)
+	assert.Equal(t, labplan.ModeCPU, r.Mode)
 	assert.Contains(t, find(t, r, "host.gpus").Evidence, "mode rehearsal (CPU only), 2 workers")
 	assert.Contains(t, find(t, r, "ray.auth").Evidence, "no token -> 401 (Unauthorized: Missing authentication token); wrong token -> 403")
 	assert.Contains(t, find(t, r, "minio.credentials").Evidence, "minioadmin/minioadmin refused (InvalidAccessKeyId)")
@@ -153,7 +155,7 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	// A stopped worker: its container row and Ray's node check fail at once,
 	// each with the command that brings it back, though Ray still lists the
 	// node ALIVE until its health checks give up (the stand-in head's delay).
-	name, err := lab.StopWorker(ctx, s.eng, s.project, 1)
+	name, err := lifecycle.StopWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	r = Run(ctx, s.deps(t), Options{Only: []string{GroupContainers, GroupRay, GroupGPU}})
 	c := find(t, r, "containers.ray-worker-1")
@@ -175,8 +177,8 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 func pretendNVIDIA(d *Deps) {
 	d.GPUListCommand = map[gpu.Vendor][]string{gpu.NVIDIA: append([]string{"/app"}, DefaultGPUListCommand[gpu.NVIDIA]...)}
 	plan := d.State.Plan
-	plan.Mode, plan.Vendor = lab.ModeStandard, gpu.NVIDIA
-	plan.Workers = append([]lab.Worker(nil), plan.Workers...)
+	plan.Mode, plan.Vendor = labplan.ModeStandard, gpu.NVIDIA
+	plan.Workers = append([]labplan.Worker(nil), plan.Workers...)
 	plan.Workers[0].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID0}
 	plan.Workers[1].GPU = &gpu.GPU{Vendor: gpu.NVIDIA, UUID: standinUUID1, Index: 1}
 	d.State.Plan = plan

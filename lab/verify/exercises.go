@@ -7,8 +7,8 @@ import (
 
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // exerciseSpecs are one check per exercise of the registry: the exercise's
@@ -44,7 +44,7 @@ func checkExercise(ctx context.Context, e *env, ex exercise.Exercise) outcome {
 	if !ok {
 		where := "the state dir"
 		if e.d.StateDir != "" {
-			where = e.d.StateDir.File(lab.RecordFile(name))
+			where = e.d.StateDir.File(state.RecordFile(name))
 		}
 		return fail(e.labFix(name), "exercise %s has not been run on this lab (no record at %s)", name, where)
 	}

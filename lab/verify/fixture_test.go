@@ -23,9 +23,12 @@ import (
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/internal/store/storetest"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/render"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // fakeRay is the Ray client double: nodes and jobs as set, or an error.
@@ -55,7 +58,7 @@ func (f *fakeRay) Jobs(context.Context) ([]ray.Job, error) { return f.jobs, f.jo
 type fixture struct {
 	t     *testing.T
 	deps  Deps
-	plan  lab.Plan
+	plan  plan.Plan
 	eng   *fake.Engine
 	ray   *fakeRay
 	s3    *storetest.Server
@@ -99,15 +102,15 @@ func newFixture(t *testing.T) *fixture {
 	g0 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 0, UUID: uuidA, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:17:00.0"}
 	g1 := gpu.GPU{Vendor: gpu.NVIDIA, Index: 1, UUID: uuidB, Name: "NVIDIA A100-PCIE-40GB", PCIBusID: "0000:65:00.0"}
 	f.gpus = gpu.Report{GPUs: []gpu.GPU{g0, g1}, Problems: []gpu.Problem{}}
-	f.plan = lab.Plan{Project: "mltrain", Mode: lab.ModeStandard, Vendor: gpu.NVIDIA, Accelerator: lab.AccelCUDA,
+	f.plan = plan.Plan{Project: "mltrain", Mode: plan.ModeStandard, Vendor: gpu.NVIDIA, Accelerator: plan.AccelCUDA,
 		DataVolume: "food11", Ports: map[string]int{"dashboard": 8265},
-		Head: lab.Head{Container: lab.HeadService},
-		Workers: []lab.Worker{
+		Head: plan.Head{Container: service.HeadService},
+		Workers: []plan.Worker{
 			{Index: 0, Service: "ray-worker-0", Container: "ray-worker-0", GPU: &g0},
 			{Index: 1, Service: "ray-worker-1", Container: "ray-worker-1", GPU: &g1},
 		}}
 	f.uuids = map[string]string{"ray-worker-0": uuidA, "ray-worker-1": uuidB}
-	creds := lab.Credentials{MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
+	creds := plan.Credentials{MinIOAccessKey: storetest.AccessKey, MinIOSecretKey: storetest.SecretKey,
 		MinIOLabAccessKey: "labuser", MinIOLabSecretKey: "labsecret",
 		GrafanaAdminPassword: "gpw", JupyterToken: "jtok", RayAuthToken: token}
 	labKeys := []string{"AWS_ACCESS_KEY_ID=" + creds.MinIOLabAccessKey, "AWS_SECRET_ACCESS_KEY=" + creds.MinIOLabSecretKey}
@@ -119,9 +122,9 @@ func newFixture(t *testing.T) *fixture {
 		d := docker.ContainerDetails{Container: docker.Container{Name: svc, Image: "img/" + svc, State: "running", Labels: labels},
 			Running: true, Health: "healthy", Networks: map[string]string{"mltrain_default": ips[svc]}}
 		switch svc {
-		case lab.MinIOService:
+		case service.MinIOService:
 			d.Env = []string{"MINIO_ROOT_USER=" + creds.MinIOAccessKey, "MINIO_ROOT_PASSWORD=" + creds.MinIOSecretKey}
-		case lab.JupyterService:
+		case service.JupyterService:
 			d.Env = append([]string{"RAY_ADDRESS=http://ray-head:8265", "RAY_AUTH_TOKEN=" + token, "PATH=/usr/bin"}, labKeys...)
 		default:
 			d.Env = labKeys
@@ -166,8 +169,8 @@ func newFixture(t *testing.T) *fixture {
 	_, err = adm.EnsureBucketUser(context.Background(), "ray", creds.MinIOLabAccessKey, creds.MinIOLabSecretKey)
 	require.NoError(t, err)
 
-	stateDir := lab.StateDir(t.TempDir())
-	prov := stateDir.File(lab.GrafanaDashboards)
+	stateDir := state.Dir(t.TempDir())
+	prov := stateDir.File(render.GrafanaDashboards)
 	require.NoError(t, os.MkdirAll(filepath.Dir(prov), 0o755))
 	require.NoError(t, os.WriteFile(prov, []byte("providers: []\n"), 0o644))
 
@@ -178,10 +181,10 @@ func newFixture(t *testing.T) *fixture {
 	for _, s := range []*httptest.Server{raySrv, promSrv, grafSrv, jupSrv} {
 		t.Cleanup(s.Close)
 	}
-	state := lab.State{Project: "mltrain", Plan: f.plan,
-		Probes: lab.Probes{Ray: raySrv.URL, MinIO: f.s3.URL, Grafana: grafSrv.URL, Prometheus: promSrv.URL, Jupyter: jupSrv.URL},
-		URLs:   lab.URLs{Jupyter: "http://203.0.113.7:8888/lab"}}
-	f.deps = Deps{State: state, Creds: creds, StateDir: stateDir, Engine: f.eng, Ray: f.ray, HTTP: &http.Client{Timeout: 5 * time.Second},
+	saved := state.State{Project: "mltrain", Plan: f.plan,
+		Probes: plan.Probes{Ray: raySrv.URL, MinIO: f.s3.URL, Grafana: grafSrv.URL, Prometheus: promSrv.URL, Jupyter: jupSrv.URL},
+		URLs:   plan.URLs{"jupyter": "http://203.0.113.7:8888/lab"}}
+	f.deps = Deps{State: saved, Creds: creds, StateDir: stateDir, Engine: f.eng, Ray: f.ray, HTTP: &http.Client{Timeout: 5 * time.Second},
 		MinIO: func(access, secret string) (Store, error) {
 			return store.New(store.Config{Endpoint: f.s3.URL, AccessKey: access, SecretKey: secret})
 		},
@@ -198,7 +201,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // setPlan changes the plan in both places the checks read it.
-func (f *fixture) setPlan(p lab.Plan) {
+func (f *fixture) setPlan(p plan.Plan) {
 	f.plan = p
 	f.deps.State.Plan = p
 }

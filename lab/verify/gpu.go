@@ -10,7 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func gpuSpecs() []spec {
@@ -54,7 +54,7 @@ func (e *env) listCommand(v gpu.Vendor) []string {
 }
 
 type seenGPUs struct {
-	worker lab.Worker
+	worker plan.Worker
 	uuids  []string
 	err    string // why the listing failed
 }
@@ -123,7 +123,7 @@ func checkVisible(ctx context.Context, e *env) outcome {
 			evidence = append(evidence, fmt.Sprintf("%s sees %s only", svc, s.uuids[0]))
 		}
 	}
-	if p.Mode != lab.ModeShared {
+	if p.Mode != plan.ModeShared {
 		ids := make([]string, 0, len(owners))
 		for u := range owners {
 			ids = append(ids, u)
@@ -139,13 +139,13 @@ func checkVisible(ctx context.Context, e *env) outcome {
 		return fail(fix, "%s", strings.Join(problems, "; "))
 	}
 	how := "no two workers the same"
-	if p.Mode == lab.ModeShared {
+	if p.Mode == plan.ModeShared {
 		how = "shared by design (--share-gpu)"
 	}
 	return pass("%s (%s; by '%s' in each worker)", strings.Join(evidence, "; "), how, strings.Join(e.listCommand(p.Vendor), " "))
 }
 
-func listGPUs(ctx context.Context, eng docker.Engine, d docker.ContainerDetails, w lab.Worker, cmd []string, v gpu.Vendor) seenGPUs {
+func listGPUs(ctx context.Context, eng docker.Engine, d docker.ContainerDetails, w plan.Worker, cmd []string, v gpu.Vendor) seenGPUs {
 	s := seenGPUs{worker: w}
 	res, err := eng.Exec(ctx, d.ID, cmd)
 	if err != nil {

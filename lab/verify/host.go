@@ -10,7 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/gpu"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func hostSpecs() []spec {
@@ -21,8 +21,8 @@ func hostSpecs() []spec {
 }
 
 // modeName is the mode as the course and the report say it.
-func modeName(m lab.Mode) string {
-	if m == lab.ModeCPU {
+func modeName(m plan.Mode) string {
+	if m == plan.ModeCPU {
 		return "rehearsal (CPU only)"
 	}
 	return string(m)
@@ -52,7 +52,7 @@ func checkHostGPUs(ctx context.Context, e *env) outcome {
 		return fail(fix, "GPU hardware is present but not usable: %s", strings.Join(msgs, "; "))
 	}
 	p := e.plan
-	if p.Mode == lab.ModeCPU {
+	if p.Mode == plan.ModeCPU {
 		if len(rep.GPUs) > 0 {
 			return fail(e.cmd("down")+" && "+e.cmd("up")+" (the lab is planned again with the GPUs)",
 				"this host has %s, but the lab was planned as a CPU rehearsal", describe(rep.GPUs))

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 func jupyterSpecs() []spec {
@@ -28,7 +29,7 @@ func checkJupyterAPI(ctx context.Context, e *env) outcome {
 	if v.Version == "" {
 		return fail(e.cmd("logs", "jupyter"), "GET %s answered without a Jupyter server version", u)
 	}
-	return pass("Jupyter Server %s answers at %s (students open %s)", v.Version, u, e.d.State.URLs.Jupyter)
+	return pass("Jupyter Server %s answers at %s (students open %s)", v.Version, u, e.d.State.URLs[service.PageJupyter])
 }
 
 func checkJupyterEnv(ctx context.Context, e *env) outcome {
@@ -36,7 +37,7 @@ func checkJupyterEnv(ctx context.Context, e *env) outcome {
 	if err != nil {
 		return failErr(err, e.cmd("doctor"))
 	}
-	d, ok := cs[lab.JupyterService]
+	d, ok := cs[service.JupyterService]
 	if !ok {
 		return fail(e.cmd("up"), "lab %q has no jupyter container", e.d.State.Project)
 	}
@@ -67,11 +68,11 @@ func checkJupyterEnv(ctx context.Context, e *env) outcome {
 // reaches it: by the head's name on the lab's network, or, when Ray's nodes
 // are on the host network (a lab that accepts joins), at the host's address
 // and the dashboard's pinned port, as up renders it.
-func jupyterReachesHead(u *url.URL, p lab.Plan) bool {
-	if p.Network == lab.NetworkHost {
+func jupyterReachesHead(u *url.URL, p plan.Plan) bool {
+	if p.Network == plan.NetworkHost {
 		want, err := url.Parse(p.JupyterRayAddress())
 		return err == nil && u.Host == want.Host
 	}
 	h := u.Hostname()
-	return h == lab.HeadService || h == p.Head.Container
+	return h == service.HeadService || h == p.Head.Container
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/render"
 )
 
 func metricsSpecs() []spec {
@@ -49,7 +51,7 @@ func targetHost(t promTarget) string {
 // within one scrape interval (10 s); until then its health is "unknown".
 var firstScrapeWait = 17 * time.Second
 
-func promFix(c lab.Commands) string {
+func promFix(c nextstep.Commands) string {
 	return c.Line("logs", "prometheus") + "; the head writes the target list to /tmp/ray/prom_metrics_service_discovery.json (" + c.Line("logs", "ray-head") + ")"
 }
 
@@ -79,7 +81,7 @@ func checkPrometheus(ctx context.Context, e *env) outcome {
 // judgeTargets says whether every alive node has an 'up' target; pending:
 // Prometheus may not have caught up yet (a target not scraped yet, an
 // alive node not listed yet).
-func judgeTargets(targets []promTarget, nodes []ray.Node, c lab.Commands) (out outcome, pending bool) {
+func judgeTargets(targets []promTarget, nodes []ray.Node, c nextstep.Commands) (out outcome, pending bool) {
 	upHosts, listed := map[string]bool{}, map[string]bool{}
 	var down []string
 	for _, t := range targets {
@@ -166,7 +168,7 @@ func (e *env) searchDashboards(ctx context.Context) ([]grafanaDash, error) {
 	}
 	if code == http.StatusUnauthorized {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
-		req.SetBasicAuth(lab.GrafanaAdminUser, e.d.Creds.GrafanaAdminPassword)
+		req.SetBasicAuth(plan.GrafanaAdminUser, e.d.Creds.GrafanaAdminPassword)
 		if code, body, err = e.get(ctx, u, req.Header); err != nil {
 			return nil, err
 		}
@@ -205,14 +207,14 @@ func checkGrafana(ctx context.Context, e *env) outcome {
 	}
 	prov := "provisioning file not checked (no state dir)"
 	if e.d.StateDir != "" {
-		p := e.d.StateDir.File(lab.GrafanaDashboards)
+		p := e.d.StateDir.File(render.GrafanaDashboards)
 		if _, err := os.Stat(p); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fail(e.cmd("up")+" (it writes the provisioning files)", "Grafana's dashboard provisioning file %s is missing", p)
 			}
 			return failErr(err, e.cmd("up"))
 		}
-		prov = "provisioned by " + lab.GrafanaDashboards
+		prov = "provisioned by " + render.GrafanaDashboards
 	}
 	ds, err := e.dashboards()
 	if err != nil {

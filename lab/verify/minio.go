@@ -10,7 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 func minioSpecs() []spec {
@@ -109,7 +109,7 @@ func checkMinIOCreds(ctx context.Context, e *env) outcome {
 	}
 	var evidence []string
 	if cs, err := e.containers(); err == nil {
-		if d, ok := cs[lab.MinIOService]; ok {
+		if d, ok := cs[service.MinIOService]; ok {
 			user, _ := envValue(d.Env, "MINIO_ROOT_USER")
 			pw, _ := envValue(d.Env, "MINIO_ROOT_PASSWORD")
 			if isDefault(user, pw) {
@@ -165,7 +165,7 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	}
 	var holders []string
 	for svc, d := range cs {
-		if svc == lab.MinIOService {
+		if svc == service.MinIOService {
 			continue
 		}
 		for _, kv := range d.Env {
@@ -176,7 +176,7 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 		}
 		holders = append(holders, svc)
 	}
-	j, ok := cs[lab.JupyterService]
+	j, ok := cs[service.JupyterService]
 	if !ok {
 		return fail(e.cmd("up"), "lab %q has no jupyter container", e.d.State.Project)
 	}

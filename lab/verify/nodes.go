@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // Node states a report over nodes shows: a node whose verify ran is passed or
@@ -209,7 +209,7 @@ type Failure struct {
 // NewFailure describes err; next is its hint as the command layer words it.
 func NewFailure(err error, next string) Failure {
 	f := Failure{Error: err.Error(), Next: next}
-	if errors.Is(err, lab.ErrNoLab) {
+	if errors.Is(err, state.ErrNoLab) {
 		f.Reason = ReasonNoLab
 	}
 	return f

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func sampleReport() Report {
-	r := Report{Project: "mltrain", Mode: lab.ModeCPU, Started: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), Seconds: 1.25,
+	r := Report{Project: "mltrain", Mode: plan.ModeCPU, Started: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), Seconds: 1.25,
 		Checks: []Check{
 			{ID: "host.gpus", Group: "host", Title: "GPUs", Status: Pass, Evidence: "no GPU hardware", Seconds: 0.01},
 			{ID: "host.plumbing", Group: "host", Title: "plumbing", Status: Skip, Evidence: "mode rehearsal: no device", Seconds: 0},

@@ -14,7 +14,8 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/status"
 )
 
 func raySpecs() []spec {
@@ -70,15 +71,15 @@ func (e *env) rayToken() http.Header {
 // workerNodes pairs the plan's worker containers with Ray's nodes
 // (lab.MatchWorkerNodes): a stopped worker's node that Ray still lists
 // ALIVE is its own, not a healthy worker.
-func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Node) (map[string]lab.WorkerNode, []ray.Node) {
-	ws := map[string]lab.WorkerContainer{}
+func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Node) (map[string]status.WorkerNode, []ray.Node) {
+	ws := map[string]status.WorkerContainer{}
 	for _, w := range e.plan.Workers {
 		if d, ok := cs[w.Service]; ok {
-			ws[w.Service] = lab.WorkerContainer{Index: w.Index, Project: e.d.State.Project, ContainerDetails: d}
+			ws[w.Service] = status.WorkerContainer{Index: w.Index, Project: e.d.State.Project, ContainerDetails: d}
 		}
 	}
-	pairs, unpaired := lab.MatchWorkerNodes(ws, nodes, e.plan.NodeIP)
-	out := map[string]lab.WorkerNode{}
+	pairs, unpaired := status.MatchWorkerNodes(ws, nodes, e.plan.NodeIP)
+	out := map[string]status.WorkerNode{}
 	for _, p := range pairs {
 		out[p.Service] = p
 	}
@@ -107,21 +108,21 @@ func checkNodes(ctx context.Context, e *env) outcome {
 		}
 	}
 	var problems, fixes []string
-	lost := lostHead(pairs, cs[lab.HeadService])
+	lost := lostHead(pairs, cs[service.HeadService])
 	if len(lost) > 0 {
-		problems = append(problems, lab.LostHeadNote(lost, cs[lab.HeadService], time.Now(), e.cmd("up")))
+		problems = append(problems, status.LostHeadNote(lost, cs[service.HeadService], time.Now(), e.cmd("up")))
 		fixes = appendOnce(fixes, e.cmd("up"))
 	}
 	for _, w := range e.plan.Workers {
 		p, ok := pairs[w.Service]
 		switch {
-		case slices.ContainsFunc(lost, func(l lab.WorkerNode) bool { return l.Service == w.Service }):
+		case slices.ContainsFunc(lost, func(l status.WorkerNode) bool { return l.Service == w.Service }):
 			// Said above.
 		case !ok:
 			problems = append(problems, w.Service+": no container")
 			fixes = appendOnce(fixes, e.cmd("up"))
 		case p.Stale:
-			problems = append(problems, lab.StaleNote(p, time.Now()))
+			problems = append(problems, status.StaleNote(p, time.Now()))
 			fixes = appendOnce(fixes, e.cmd("worker", "start", fmt.Sprint(w.Index)))
 		case !p.Running:
 			problems = append(problems, fmt.Sprintf("%s: container %s; Ray lists no ALIVE node for it", w.Service, p.State))
@@ -156,13 +157,13 @@ func checkNodes(ctx context.Context, e *env) outcome {
 }
 
 // lostHead are the running workers a restarted head does not know.
-func lostHead(pairs map[string]lab.WorkerNode, head docker.ContainerDetails) []lab.WorkerNode {
-	ps := make([]lab.WorkerNode, 0, len(pairs))
+func lostHead(pairs map[string]status.WorkerNode, head docker.ContainerDetails) []status.WorkerNode {
+	ps := make([]status.WorkerNode, 0, len(pairs))
 	for _, p := range pairs {
 		ps = append(ps, p)
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Service < ps[j].Service })
-	return lab.LostHead(ps, head)
+	return status.LostHead(ps, head)
 }
 
 func appendOnce(s []string, v string) []string {
@@ -186,7 +187,7 @@ func checkAuth(ctx context.Context, e *env) outcome {
 	}
 	if code != http.StatusUnauthorized {
 		if code == http.StatusOK {
-			return fail(e.authFix(), "GET %s without a token answered 200: anyone who reaches port %d can list and submit jobs", url, e.plan.Ports[lab.PortDashboard])
+			return fail(e.authFix(), "GET %s without a token answered 200: anyone who reaches port %d can list and submit jobs", url, e.plan.Ports[service.PortDashboard])
 		}
 		return fail(e.cmd("status"), "GET %s without a token answered HTTP %d (%s), expected 401", url, code, firstLine(string(body)))
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/internal/store/storetest"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/render"
+	"github.com/mltrain/mltrain/lab/service"
 )
 
 // anyKeyStore accepts every credential: a MinIO still on its defaults.
@@ -151,7 +153,7 @@ func TestMetricsChecks(t *testing.T) {
 			f.dashboards = []grafanaDash{{UID: "x", Title: "Mine", FolderTitle: "General"}}
 		}, evidence: "no dashboard in folder 'Ray' (1 dashboards in all)"},
 		{name: "provisioning file gone", id: "metrics.grafana", break_: func(f *fixture) {
-			require.NoError(t, os.Remove(f.deps.StateDir.File(lab.GrafanaDashboards)))
+			require.NoError(t, os.Remove(f.deps.StateDir.File(render.GrafanaDashboards)))
 		}, evidence: "provisioning file", fix: "mltrain up"},
 		{name: "ray cannot reach grafana", id: "metrics.ray", break_: func(f *fixture) {
 			f.grafanaHealth = map[string]any{"result": false, "msg": "Grafana healthcheck failed: connection refused"}
@@ -216,8 +218,8 @@ func TestJupyterChecks(t *testing.T) {
 func TestJupyterRayAddressOnAHostNetworkLab(t *testing.T) {
 	hostLab := func(f *fixture, addr string) {
 		p := f.plan
-		p.Network, p.NodeIP, p.Bind = lab.NetworkHost, "10.52.3.7", "0.0.0.0"
-		p.Ports = map[string]int{lab.PortDashboard: 8265, lab.PortGCS: 6379}
+		p.Network, p.NodeIP, p.Bind = plan.NetworkHost, "10.52.3.7", "0.0.0.0"
+		p.Ports = map[string]int{service.PortDashboard: 8265, service.PortGCS: 6379}
 		f.setPlan(p)
 		f.eng.Containers["jupyter"].Env = []string{"RAY_ADDRESS=" + addr, "RAY_AUTH_TOKEN=" + token}
 	}

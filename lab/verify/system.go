@@ -12,8 +12,8 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // SystemOptions tune System.
@@ -29,7 +29,7 @@ type SystemOptions struct {
 // System returns the real Deps of the lab kept in stateDir: its state and
 // credentials, Ray and MinIO clients for its probe addresses, the engine,
 // GPU detection on this host, and the exercises' records.
-func System(eng docker.Engine, stateDir lab.StateDir, o SystemOptions) (Deps, error) {
+func System(eng docker.Engine, stateDir state.Dir, o SystemOptions) (Deps, error) {
 	// Connect never generates credentials: new ones would not be the lab's.
 	c, err := stateDir.Connect()
 	if err != nil {

@@ -29,8 +29,10 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
-	"github.com/mltrain/mltrain/lab"
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // Status of one check.
@@ -71,19 +73,19 @@ type Check struct {
 
 // Report is the whole verification.
 type Report struct {
-	Project  string       `json:"project"`
-	Mode     lab.Mode     `json:"mode"`
-	OK       bool         `json:"ok"` // no check failed
-	Passed   int          `json:"passed"`
-	Failed   int          `json:"failed"`
-	Skipped  int          `json:"skipped"`
-	Only     []string     `json:"only,omitempty"` // groups selected with --only (all when empty)
-	Started  time.Time    `json:"started"`
-	Seconds  float64      `json:"seconds"`
-	Checks   []Check      `json:"checks"`
-	StateDir lab.StateDir `json:"state_dir,omitempty"`
+	Project  string    `json:"project"`
+	Mode     plan.Mode `json:"mode"`
+	OK       bool      `json:"ok"` // no check failed
+	Passed   int       `json:"passed"`
+	Failed   int       `json:"failed"`
+	Skipped  int       `json:"skipped"`
+	Only     []string  `json:"only,omitempty"` // groups selected with --only (all when empty)
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Checks   []Check   `json:"checks"`
+	StateDir state.Dir `json:"state_dir,omitempty"`
 	// commands writes the verdict's command line (Options.Commands).
-	commands lab.Commands
+	commands nextstep.Commands
 }
 
 // Options tune Run.
@@ -98,7 +100,7 @@ type Options struct {
 	DataFull bool
 	// Commands writes the fix column's command lines for the lab verified
 	// (the user's --project and --state-dir).
-	Commands lab.Commands
+	Commands nextstep.Commands
 }
 
 // RayAPI is the part of the Ray dashboard client the checks use; the
@@ -117,9 +119,9 @@ type Store interface {
 // and HTTP are required; a nil func makes the checks needing it fail with a
 // clear message rather than panic.
 type Deps struct {
-	State    lab.State
-	Creds    lab.Credentials
-	StateDir lab.StateDir
+	State    state.State
+	Creds    plan.Credentials
+	StateDir state.Dir
 	Engine   docker.Engine
 	Ray      RayAPI
 	// HTTP probes Prometheus, Grafana, Jupyter and Ray's own health routes
@@ -295,7 +297,7 @@ func runOne(ctx context.Context, e *env, s spec, timeout time.Duration) Check {
 }
 
 // allSpecs lists the checks for a plan, in report order within each group.
-func allSpecs(p lab.Plan) []spec {
+func allSpecs(p plan.Plan) []spec {
 	var s []spec
 	s = append(s, hostSpecs()...)
 	s = append(s, containerSpecs(p)...)
@@ -313,7 +315,7 @@ func allSpecs(p lab.Plan) []spec {
 type env struct {
 	d          Deps
 	o          Options
-	plan       lab.Plan
+	plan       plan.Plan
 	containers func() (map[string]docker.ContainerDetails, error) // by service
 	nodes      func() ([]ray.Node, error)
 	jobs       func() (map[string]ray.Job, error) // by submission id

@@ -16,7 +16,7 @@ import (
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/lab"
+	"github.com/mltrain/mltrain/lab/plan"
 )
 
 func TestEveryCheckPassesOnAGoodLab(t *testing.T) {
@@ -93,7 +93,7 @@ func runFailures(t *testing.T, cases []failure) {
 
 func cpuPlan(f *fixture) {
 	p := f.plan
-	p.Mode, p.Vendor, p.Accelerator = lab.ModeCPU, "", lab.AccelCPU
+	p.Mode, p.Vendor, p.Accelerator = plan.ModeCPU, "", plan.AccelCPU
 	for i := range p.Workers {
 		p.Workers[i].GPU = nil
 	}
@@ -102,7 +102,7 @@ func cpuPlan(f *fixture) {
 
 func amdPlan(f *fixture) {
 	p := f.plan
-	p.Vendor, p.Accelerator = gpu.AMD, lab.AccelROCm
+	p.Vendor, p.Accelerator = gpu.AMD, plan.AccelROCm
 	for i := range p.Workers {
 		g := *p.Workers[i].GPU
 		g.Vendor, g.RenderNode = gpu.AMD, fmt.Sprintf("/dev/dri/renderD%d", 128+i)
@@ -221,7 +221,7 @@ func TestGPUChecks(t *testing.T) {
 		{name: "rehearsal skips", id: "gpu.visible", status: Skip, break_: cpuPlan, evidence: "no GPU device to list"},
 		{name: "shared GPU is expected in share mode", id: "gpu.visible", status: Pass, break_: func(f *fixture) {
 			p := f.plan
-			p.Mode = lab.ModeShared
+			p.Mode = plan.ModeShared
 			p.Workers[1].GPU = p.Workers[0].GPU
 			f.setPlan(p)
 			f.uuids["ray-worker-1"] = uuidA
