@@ -89,11 +89,12 @@ func (a *app) labServices(ctx context.Context) (services []string, workers []int
 	if st, err := a.StateDir().State(); err == nil && len(st.Plan.Workers) > 0 {
 		n = len(st.Plan.Workers)
 	}
-	services = []string{service.HeadService, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService}
+	var names []string
 	for i := range n {
-		services = append(services, service.WorkerService(i))
+		names = append(names, service.WorkerService(i))
 		workers = append(workers, i)
 	}
+	services = service.Names(names, false)
 	sort.Strings(services)
 	return services, workers
 }

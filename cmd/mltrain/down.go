@@ -34,20 +34,13 @@ never removed by down.`,
 					"not confirmed: nothing removed")
 			}
 		}
-		eng, err := a.connect(cmd.Context())
+		w, err := a.write(cmd, nil, noWait, true)
 		if err != nil {
 			return err
 		}
-		defer eng.Close()
-		rep, done := a.reporter()
-		l, err := a.lockLab(cmd, nil, eng, noWait, rep)
-		if err != nil {
-			done()
-			return err
-		}
-		defer l.Release()
-		removed, err := lifecycle.Down(cmd.Context(), eng, a.project, volumes, rep)
-		done()
+		defer w.release()
+		removed, err := lifecycle.Down(cmd.Context(), w.eng, a.project, volumes, w.rep)
+		w.progressDone()
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/plan"
@@ -100,39 +98,24 @@ compose.yaml and starts nothing.`,
 			o.StateDir = state.Dir(out)
 		}
 		if shm != "" {
-			if o.Join.WorkerShm, err = parseSize("--shm-size", shm); err != nil {
+			if o.Join.WorkerShm, err = plan.ParseSize("--shm-size", shm); err != nil {
 				return err
 			}
 		}
 		if o.Images.Pull, err = images.ParsePullPolicy(pull); err != nil {
 			return err
 		}
-		detect, err := joinFacts(gpusFrom, cpus, memory, hostIP, nodeIP, o.RenderOnly)
+		if gpusFrom != "" && !o.RenderOnly {
+			return clierr.WithCode(clierr.Hintf("add --render-only: a join starts workers for this host's own GPUs", "--gpus-from plans for another host"), clierr.ExitUsage)
+		}
+		w, err := a.write(cmd, args, noWait, !o.RenderOnly)
 		if err != nil {
 			return err
 		}
-		var deps lifecycle.UpDeps
-		deps.Detect = detect
-		if !o.RenderOnly {
-			eng, err := a.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			deps.Engine = eng
-		}
-		rep, done := a.reporter()
-		deps.Reporter = rep
-		if !o.RenderOnly {
-			l, err := a.lockLab(cmd, args, deps.Engine, noWait, rep)
-			if err != nil {
-				done()
-				return err
-			}
-			defer l.Release()
-		}
-		res, err := lifecycle.Join(ctx, deps, o)
-		done()
+		defer w.release()
+		res, err := lifecycle.Join(ctx, lifecycle.UpDeps{Engine: w.eng, Reporter: w.rep,
+			Detect: plan.FactsFrom{GPUsFrom: gpusFrom, CPUs: cpus, Memory: memory, HostIP: hostIP, NodeIP: nodeIP, FindNodeIP: true}.Facts}, o)
+		w.progressDone()
 		if err != nil {
 			return err
 		}
@@ -143,35 +126,6 @@ compose.yaml and starts nothing.`,
 		return nil
 	}
 	return cmd
-}
-
-// joinFacts detects this host, or reads the planning flags for --render-only.
-func joinFacts(gpusFrom string, cpus int, memory, hostIP, nodeIP string, renderOnly bool) (func(context.Context) (host.Facts, error), error) {
-	if gpusFrom == "" {
-		return func(ctx context.Context) (host.Facts, error) {
-			return host.Detect(ctx, host.Options{HostIP: hostIP, NodeIP: nodeIP})
-		}, nil
-	}
-	if !renderOnly {
-		return nil, clierr.WithCode(clierr.Hintf("add --render-only: a join starts workers for this host's own GPUs", "--gpus-from plans for another host"), clierr.ExitUsage)
-	}
-	if cpus <= 0 || memory == "" {
-		return nil, clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
-			"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
-	}
-	report, err := plan.ReadGPUReport(gpusFrom)
-	if err != nil {
-		return nil, err
-	}
-	mem, err := parseSize("--memory", memory)
-	if err != nil {
-		return nil, err
-	}
-	f := host.Facts{GPUs: report, CPUs: cpus, MemoryBytes: mem, HostIP: hostIP}
-	if f.NodeIP, err = host.FindNodeIP(host.Options{NodeIP: nodeIP}); err != nil {
-		return nil, err
-	}
-	return func(context.Context) (host.Facts, error) { return f, nil }, nil
 }
 
 func (a *app) printJoin(r lifecycle.Result, b plan.JoinBundle) {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,11 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/internal/ray"
-	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab/exercise"
-	"github.com/mltrain/mltrain/lab/plan"
-	"github.com/mltrain/mltrain/lab/state"
 )
 
 // The lab command's arguments besides the exercises.
@@ -25,19 +18,9 @@ const (
 	labGuide = "guide"
 )
 
-// labConn is where the exercises find Ray and MinIO: flags, then Ray's and
-// AWS's own environment variables, then the lab's state dir.
-type labConn struct {
-	rayAddress    string
-	rayToken      string
-	minioEndpoint string
-	workspace     string
-	jobEnv        map[string]string
-}
-
 func (a *app) labCmd() *cobra.Command {
 	var o exercise.Options
-	var c labConn
+	var c exercise.Sources
 	var noWait bool
 	names := append(exercise.Names(), labAll, labGuide)
 	cmd := &cobra.Command{
@@ -61,7 +44,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 				if a.json {
 					return printJSON(a.out, exercise.Specs(a.lab()))
 				}
-				_, err := fmt.Fprint(a.out, exercise.Guide(a.lab(), labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))))
+				_, err := fmt.Fprint(a.out, exercise.Guide(a.lab(), c.RayAddressGiven()))
 				return err
 			}
 			ex, ok := exercise.Lookup(name)
@@ -73,11 +56,18 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			if name == labAll {
 				needEngine = slices.ContainsFunc(exercise.Exercises(), func(e exercise.Exercise) bool { return e.NeedsEngine })
 			}
-			env, closeEnv, err := a.labEnv(cmd.Context(), c, needEngine)
+			env, err := exercise.Connect(a.lab(), a.StateDir(), a.project, c)
 			if err != nil {
 				return err
 			}
-			defer closeEnv()
+			// Without the engine the other exercises still run; they only
+			// cannot name the worker containers.
+			if eng, err := a.connect(cmd.Context()); err == nil {
+				defer eng.Close()
+				env.Engine = eng
+			} else if needEngine {
+				return err
+			}
 			rep, done := a.reporter()
 			env.Reporter = rep
 			if needEngine { // it stops and starts the lab's workers: the lab's writer
@@ -102,11 +92,11 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&c.workspace, "workspace", "", "directory submitted as the job's working_dir (default: the lab's workspace in the state dir, created when absent)")
-	fl.StringVar(&c.rayAddress, "ray-address", "", "Ray dashboard URL (default $RAY_ADDRESS, else the lab's)")
-	fl.StringVar(&c.rayToken, "ray-token", "", "Ray auth token (default $RAY_AUTH_TOKEN, else the lab's)")
-	fl.StringVar(&c.minioEndpoint, "minio-endpoint", "", "MinIO S3 endpoint, e.g. http://127.0.0.1:9000 (default $AWS_ENDPOINT_URL, else the lab's)")
-	fl.StringToStringVar(&c.jobEnv, "job-env", nil, "extra environment for the jobs, KEY=VALUE (e.g. MLTRAIN_ACCELERATOR=cpu)")
+	fl.StringVar(&c.Workspace, "workspace", "", "directory submitted as the job's working_dir (default: the lab's workspace in the state dir, created when absent)")
+	fl.StringVar(&c.RayAddress, "ray-address", "", "Ray dashboard URL (default $RAY_ADDRESS, else the lab's)")
+	fl.StringVar(&c.RayToken, "ray-token", "", "Ray auth token (default $RAY_AUTH_TOKEN, else the lab's)")
+	fl.StringVar(&c.MinIOEndpoint, "minio-endpoint", "", "MinIO S3 endpoint, e.g. http://127.0.0.1:9000 (default $AWS_ENDPOINT_URL, else the lab's)")
+	fl.StringToStringVar(&c.JobEnv, "job-env", nil, "extra environment for the jobs, KEY=VALUE (e.g. MLTRAIN_ACCELERATOR=cpu)")
 	addNoWait(fl, &noWait, "fault and all (they stop and start workers): fail at once when another mltrain command is changing the lab, instead of waiting")
 	fl.BoolVar(&o.Quick, "quick", false, "a few batches per epoch: a rehearsal, not a real training run")
 	fl.BoolVar(&o.FakeData, "fake-data", false, "train on random images with no pretrained weights (no dataset, no download)")
@@ -140,81 +130,4 @@ func (a *app) printRecords(recs []exercise.Record, err error) error {
 		fmt.Fprint(a.out, r.Text())
 	}
 	return err
-}
-
-// labEnv connects the exercises to Ray, MinIO and Docker: flags, then Ray's
-// and AWS's own environment variables, then the lab in the state dir. The
-// lab's clients are built once (lab.StateDir.Connect); a flag or variable
-// replaces only the client it names.
-func (a *app) labEnv(ctx context.Context, c labConn, needEngine bool) (exercise.Env, func(), error) {
-	dir := a.StateDir()
-	env := exercise.Env{Project: a.project, StateDir: dir, Workspace: c.workspace, Commands: a.lab()}
-	var lc state.Clients
-	if _, err := os.Stat(dir.File(state.StateFile)); err == nil {
-		// The lab is here: its credentials must be too (never minted anew).
-		if lc, err = dir.Connect(); err != nil {
-			return exercise.Env{}, nil, err
-		}
-		env.Ray, env.Store, env.NodeIP = lc.Ray, lc.Store, lc.Plan.NodeIP
-		if lc.Plan.Mode == plan.ModeCPU {
-			// The driver runs on the head: it must train on CPU too (gloo, not NCCL).
-			env.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": plan.AccelCPU}
-		}
-	}
-	addr := labFirstSet(c.rayAddress, os.Getenv(ray.EnvAddress))
-	token, source := c.rayToken, "--ray-token"
-	if token == "" {
-		token, source = os.Getenv(ray.EnvToken), ray.EnvToken
-	}
-	if env.Ray == nil || addr != "" || token != "" {
-		if token == "" && lc.Creds.RayAuthToken != "" {
-			token, source = lc.Creds.RayAuthToken, dir.File(state.CredentialsFile)
-		}
-		rc, err := ray.New(ray.Options{Address: labFirstSet(addr, lc.Probes.Ray), Token: token, TokenSource: source})
-		if err != nil {
-			return exercise.Env{}, nil, err
-		}
-		env.Ray = rc
-	}
-	if len(c.jobEnv) > 0 {
-		jobEnv := map[string]string{}
-		maps.Copy(jobEnv, env.JobEnv)
-		maps.Copy(jobEnv, c.jobEnv)
-		env.JobEnv = jobEnv
-	}
-	endpoint := labFirstSet(c.minioEndpoint, os.Getenv("AWS_ENDPOINT_URL"))
-	access, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	if endpoint != "" || access != "" || secret != "" {
-		endpoint = labFirstSet(endpoint, lc.Probes.MinIO)
-		access = labFirstSet(access, lc.Creds.MinIOAccessKey)
-		secret = labFirstSet(secret, lc.Creds.MinIOSecretKey)
-		env.Store = nil
-		if endpoint != "" && access != "" && secret != "" {
-			sc, err := store.New(store.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret})
-			if err != nil {
-				return exercise.Env{}, nil, err
-			}
-			env.Store = sc
-		}
-	}
-	closeFn := func() {}
-	eng, err := a.connect(ctx)
-	switch {
-	case err == nil:
-		env.Engine, closeFn = eng, func() { eng.Close() }
-	case needEngine:
-		return exercise.Env{}, nil, err
-	}
-	// Without the engine the other exercises still run; they only cannot
-	// name the worker containers.
-	return env, closeFn, nil
-}
-
-func labFirstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/docker/go-units"
 	"github.com/spf13/pflag"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
 )
@@ -23,15 +20,6 @@ type labFlags struct {
 	ports  map[string]int
 }
 
-var imageHelp = map[service.Role]string{
-	service.RoleHead:       "Ray head image (default: the worker image; job drivers run on the head and need torch)",
-	service.RoleWorker:     "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
-	service.RoleJupyter:    "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
-	service.RoleMinIO:      "MinIO image (default " + service.MinIOImage + ")",
-	service.RolePrometheus: "Prometheus image (default " + service.PrometheusImage + ")",
-	service.RoleGrafana:    "Grafana image (default " + service.GrafanaImage + ")",
-}
-
 // addLabFlags registers the lab's option flags on fs.
 func addLabFlags(fs *pflag.FlagSet) *labFlags {
 	f := &labFlags{images: map[service.Role]*string{}}
@@ -45,10 +33,10 @@ func addLabFlags(fs *pflag.FlagSet) *labFlags {
 	fs.StringVar(&f.shm, "shm-size", "", "shared memory per worker, e.g. 12g (default: about 30% of memory split across workers)")
 	fs.StringVar(&f.opts.DataVolume, "data-volume", plan.DefaultDataVolume, "Docker volume holding the Food-11 dataset")
 	fs.StringVar(&f.opts.Workspace, "workspace", plan.DefaultWorkspace, "directory mounted in Jupyter (relative to the state dir)")
-	for _, r := range service.Roles() {
-		f.images[r] = fs.String("image-"+string(r), "", imageHelp[r])
+	for _, s := range service.All {
+		f.images[s.Role] = fs.String("image-"+string(s.Role), "", s.ImageHelp)
 	}
-	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: dashboard, grafana, jupyter, minio-console, minio-api, prometheus, gcs)")
+	fs.StringToIntVar(&f.ports, "port", nil, "host port by name, e.g. --port dashboard=18265 (names: "+strings.Join(service.PortNames(), ", ")+")")
 	fs.BoolVar(&f.opts.AllowJoin, "allow-join", false, "accept workers from other hosts ('mltrain join-token' then prints their join line): Ray's nodes run on the host network")
 	fs.IntVar(&f.opts.RayPortBase, "ray-port-base", plan.DefaultRayPortBase, "with --allow-join: first of the ports Ray's nodes use on each host (1000 per node)")
 	fs.StringVar(&f.nodeIP, "node-ip", "", "with --allow-join: this host's address on the network the other hosts share (default: the default-route interface's)")
@@ -60,7 +48,7 @@ func (f *labFlags) options(project string) (plan.Options, error) {
 	o := f.opts
 	o.Project = project
 	if f.shm != "" {
-		b, err := parseSize("--shm-size", f.shm)
+		b, err := plan.ParseSize("--shm-size", f.shm)
 		if err != nil {
 			return plan.Options{}, err
 		}
@@ -81,13 +69,4 @@ func (f *labFlags) options(project string) (plan.Options, error) {
 		return plan.Options{}, err
 	}
 	return o, nil
-}
-
-// parseSize reads sizes such as 12g, 512m, 256GiB or a byte count.
-func parseSize(flag, s string) (int64, error) {
-	b, err := units.RAMInBytes(strings.TrimSpace(s))
-	if err != nil || b <= 0 {
-		return 0, clierr.WithCode(clierr.Hintf(fmt.Sprintf("give a size such as %s 16g or %s 512m", flag, flag), "%s %q is not a size", flag, s), clierr.ExitUsage)
-	}
-	return b, nil
 }

@@ -7,11 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/compose"
-	"github.com/mltrain/mltrain/internal/clierr"
-	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/progress"
+	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/plan"
-	"github.com/mltrain/mltrain/lab/render"
 	"github.com/mltrain/mltrain/lab/state"
 )
 
@@ -44,54 +42,28 @@ Credentials are generated once and kept in the output directory (0600).`,
 		if err != nil {
 			return err
 		}
-		var facts host.Facts
-		if gpusFrom != "" {
-			if cpus <= 0 || memory == "" {
-				return clierr.WithCode(clierr.Hintf("add --cpus N --memory SIZE for the host the GPU list comes from",
-					"--gpus-from plans for another host: --cpus and --memory are required"), clierr.ExitUsage)
-			}
-			if facts.GPUs, err = plan.ReadGPUReport(gpusFrom); err != nil {
-				return err
-			}
-			facts.HostIP, facts.NodeIP, facts.RenderGID, facts.VideoGID = lf.hostIP, lf.nodeIP, renderGID, videoGID
-		} else if facts, err = host.Detect(cmd.Context(), host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP}); err != nil {
+		facts, err := plan.FactsFrom{GPUsFrom: gpusFrom, CPUs: cpus, Memory: memory, RenderGID: renderGID, VideoGID: videoGID,
+			HostIP: lf.hostIP, NodeIP: lf.nodeIP}.Facts(cmd.Context())
+		if err != nil {
 			return err
-		}
-		if cpus > 0 {
-			facts.CPUs = cpus
-		}
-		if memory != "" {
-			if facts.MemoryBytes, err = parseSize("--memory", memory); err != nil {
-				return err
-			}
 		}
 		dir := a.StateDir()
 		if out != "" {
 			dir = state.Dir(out)
 		}
-		creds, _, err := dir.CreateCredentials()
+		rendered, p, err := lifecycle.Render(cmd.Context(), dir, facts, opts)
 		if err != nil {
 			return err
 		}
-		plan, err := plan.New(facts, opts, creds)
-		if err != nil {
-			return err
-		}
-		// Written and loaded back as `up` does: the user's override merged, validated.
-		rendered, err := render.Render(cmd.Context(), dir, plan)
-		if err != nil {
-			return err
-		}
-		files := rendered.Files
 		rep, done := a.reporter()
-		for _, w := range plan.Warnings {
+		for _, w := range p.Warnings {
 			progress.Warning(rep, w)
 		}
 		done()
 		if a.json {
-			return printJSON(a.out, map[string]any{"dir": dir, "files": files, "plan": plan})
+			return printJSON(a.out, map[string]any{"dir": dir, "files": rendered.Files, "plan": p})
 		}
-		return printRender(a, dir, files, plan)
+		return printRender(a, dir, rendered.Files, p)
 	}
 	return cmd
 }

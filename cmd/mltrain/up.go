@@ -59,20 +59,13 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 		if err != nil {
 			return err
 		}
-		eng, err := a.connect(ctx)
+		w, err := a.write(cmd, nil, noWait, true)
 		if err != nil {
 			return err
 		}
-		defer eng.Close()
-		rep, done := a.reporter()
-		l, err := a.lockLab(cmd, nil, eng, noWait, rep)
-		if err != nil {
-			done()
-			return err
-		}
-		defer l.Release()
+		defer w.release()
 		res, err := lifecycle.Up(ctx, lifecycle.UpDeps{
-			Engine: eng, Reporter: rep,
+			Engine: w.eng, Reporter: w.rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
 				return host.Detect(ctx, host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP})
 			},
@@ -81,7 +74,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
 			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil),
 		})
-		done()
+		w.progressDone()
 		if err != nil {
 			return a.dataHint(err, cmd)
 		}

@@ -35,19 +35,13 @@ it is healthy and has rejoined the cluster.`,
 		if action == nil {
 			return clierr.WithCode(clierr.Hintf("use '"+a.lab().Line("worker", "stop", "N")+"' or '"+a.lab().Line("worker", "start", "N")+"'", "unknown worker action %q", args[0]), clierr.ExitUsage)
 		}
-		eng, err := a.connect(cmd.Context())
+		w, err := a.write(cmd, args, noWait, true)
 		if err != nil {
 			return err
 		}
-		defer eng.Close()
-		rep, done := a.reporter()
-		l, err := a.lockLab(cmd, args, eng, noWait, rep)
-		done()
-		if err != nil {
-			return err
-		}
-		defer l.Release()
-		name, err := action(cmd.Context(), eng, a.project, n)
+		defer w.release()
+		w.progressDone()
+		name, err := action(cmd.Context(), w.eng, a.project, n)
 		if err != nil {
 			return err
 		}

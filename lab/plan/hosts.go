@@ -46,18 +46,12 @@ func (p Plan) DashboardHost() string {
 	return "0.0.0.0"
 }
 
-// Services are the plan's services: the head, the workers, then the others.
+// Services are the plan's services, in the service table's order (a
+// joined host's: its workers).
 func (p Plan) Services() []string {
-	if p.Joined != nil {
-		var s []string
-		for _, w := range p.Workers {
-			s = append(s, w.Service)
-		}
-		return s
+	workers := make([]string, len(p.Workers))
+	for i, w := range p.Workers {
+		workers[i] = w.Service
 	}
-	s := []string{service.HeadService}
-	for _, w := range p.Workers {
-		s = append(s, w.Service)
-	}
-	return append(s, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService)
+	return service.Names(workers, p.Joined != nil)
 }

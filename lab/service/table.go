@@ -21,8 +21,10 @@ type Service struct {
 	// PerWorker: one such service per Ray worker; the only services a
 	// host that joined another's lab runs.
 	PerWorker bool
-	// Image is the role's image unless --image-<role> replaces it.
-	Image func(rayVersion string, vendor gpu.Vendor) (string, error)
+	// Image is the role's image unless --image-<role> replaces it;
+	// ImageHelp is that flag's help.
+	Image     func(rayVersion string, vendor gpu.Vendor) (string, error)
+	ImageHelp string
 	// Healthcheck is the role's exec-form Docker healthcheck test unless
 	// replaced. All use only tools the pinned images ship.
 	Healthcheck []string
@@ -121,6 +123,7 @@ const (
 var All = []Service{
 	{
 		Name: HeadService, Role: RoleHead, Image: rayImage,
+		ImageHelp: "Ray head image (default: the worker image; job drivers run on the head and need torch)",
 		// GCS reachable and healthy; the token comes from RAY_AUTH_TOKEN.
 		Healthcheck: []string{"CMD", "ray", "health-check"},
 		Ports: []Port{{Name: PortDashboard, Container: 8265, Host: 8265},
@@ -129,12 +132,14 @@ var All = []Service{
 	},
 	{
 		Name: workerPrefix, Role: RoleWorker, PerWorker: true, Image: rayImage,
+		ImageHelp: "Ray worker image (default mltrain's CUDA or ROCm build for <ray-version>)",
 		// This node's own raylet: `ray health-check --address ray-head:6379`
 		// asked the head's GCS and passed for a worker whose raylet had died.
 		Healthcheck: []string{"CMD", "python", "-c", workerHealthcheck},
 	},
 	{
 		Name: MinIOService, Role: RoleMinIO, Image: pinned(MinIOImage),
+		ImageHelp:   "MinIO image (default " + MinIOImage + ")",
 		Healthcheck: []string{"CMD", "mc", "ready", "local"},
 		Ports: []Port{{Name: PortMinIOAPI, Container: 9000, Host: 9000, Loopback: true},
 			{Name: PortMinIOConsole, Container: 9001, Host: 9001}},
@@ -143,12 +148,14 @@ var All = []Service{
 	},
 	{
 		Name: PrometheusService, Role: RolePrometheus, Image: pinned(PrometheusImage),
+		ImageHelp:   "Prometheus image (default " + PrometheusImage + ")",
 		Healthcheck: []string{"CMD", "wget", "-q", "-O", "/dev/null", "http://127.0.0.1:9090/-/ready"},
 		Ports:       []Port{{Name: PortPrometheus, Container: 9090, Host: 9090, Loopback: true}},
 		Ready:       &Probe{Port: PortPrometheus, Path: "/-/ready"},
 	},
 	{
 		Name: GrafanaService, Role: RoleGrafana, Image: pinned(GrafanaImage),
+		ImageHelp:   "Grafana image (default " + GrafanaImage + ")",
 		Healthcheck: []string{"CMD", "wget", "-q", "-O", "/dev/null", "http://127.0.0.1:3000/api/health"},
 		Ports:       []Port{{Name: PortGrafana, Container: 3000, Host: 3000}},
 		Ready:       &Probe{Port: PortGrafana, Path: "/api/health"},
@@ -156,6 +163,7 @@ var All = []Service{
 	},
 	{
 		Name: JupyterService, Role: RoleJupyter, Image: labImage(dockerfiles.JupyterRay),
+		ImageHelp:   "Jupyter image (default mltrain's Jupyter build for <ray-version>)",
 		Healthcheck: []string{"CMD", "wget", "-q", "-O", "/dev/null", "http://127.0.0.1:8888/api"},
 		Ports:       []Port{{Name: PortJupyter, Container: 8888, Host: 8888}},
 		Ready:       &Probe{Port: PortJupyter, Path: "/api", JupyterToken: true},

@@ -8,21 +8,11 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab/plan"
-	"github.com/mltrain/mltrain/lab/service"
 )
-
-// services are the plan's services in the order of the report.
-func services(p plan.Plan) []string {
-	s := []string{service.HeadService}
-	for _, w := range p.Workers {
-		s = append(s, w.Service)
-	}
-	return append(s, service.MinIOService, service.PrometheusService, service.GrafanaService, service.JupyterService)
-}
 
 func containerSpecs(p plan.Plan) []spec {
 	var out []spec
-	for _, svc := range services(p) {
+	for _, svc := range p.Services() {
 		out = append(out, spec{id: GroupContainers + "." + svc, group: GroupContainers,
 			title: svc + " is running and healthy",
 			run:   func(ctx context.Context, e *env) outcome { return checkContainer(e, svc) }})

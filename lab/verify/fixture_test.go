@@ -117,7 +117,7 @@ func newFixture(t *testing.T) *fixture {
 
 	// Containers: every service running and healthy.
 	ips := map[string]string{"ray-head": headIP, "ray-worker-0": w0IP, "ray-worker-1": w1IP}
-	for _, svc := range services(f.plan) {
+	for _, svc := range f.plan.Services() {
 		labels := map[string]string{labels.Project: "mltrain", labels.Service: svc}
 		d := docker.ContainerDetails{Container: docker.Container{Name: svc, Image: "img/" + svc, State: "running", Labels: labels},
 			Running: true, Health: "healthy", Networks: map[string]string{"mltrain_default": ips[svc]}}
