@@ -169,6 +169,24 @@ func TestTwoTrainWorkersTakeBothGPUsAndAThirdWaitsAsAPlacementGroupDemand(t *tes
 	assert.Equal(t, 3.0, ds[0].Resources["GPU"])
 }
 
+func TestTwoTrainWorkersPackOnANodeWithTwoGPUs(t *testing.T) {
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	c := raymodel.New(raymodel.Config{Now: clk.now})
+	c.Join(raymodel.NodeSpec{IP: "10.0.0.2", Head: true, Total: raymodel.Resources{"CPU": 4}})
+	two := c.Join(raymodel.NodeSpec{IP: "10.0.0.3", Total: raymodel.Resources{"CPU": 32, "GPU": 2}})
+	c.Join(raymodel.NodeSpec{IP: "10.0.0.4", Total: raymodel.Resources{"CPU": 32, "GPU": 1}})
+	c.Run = raymodel.TrainPy{Epoch: time.Second}.Program
+	_, err := c.Submit("multi", ray.SubmitRequest{Entrypoint: "python train.py --mode ray --workers 2 --gpu-fraction 1 --epochs 1"})
+	require.NoError(t, err)
+	j := run(t, c, clk, "multi", nil)
+	require.Equal(t, ray.Succeeded, j.Status, j.Logs)
+	es, _ := events(j.Logs)
+	ws := of(es, "worker")
+	require.Len(t, ws, 2)
+	assert.Equal(t, two, ws[0]["node_id"], "PACK: the node that holds the whole group")
+	assert.Equal(t, two, ws[1]["node_id"])
+}
+
 func TestTuneTrialsEndByASHAByTheScriptAndByError(t *testing.T) {
 	c, clk, _, _ := trainLab(t, raymodel.TrainPy{Epoch: time.Second, TrialEnd: func(i int) (string, int) {
 		switch i {
