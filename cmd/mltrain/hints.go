@@ -22,7 +22,7 @@ const rerunWith = "rerun-args"
 
 // nextSteps makes every command's error that says what went wrong but not
 // what to type carry the next step for it, written for the command the
-// user ran (lab.Commands.Hint).
+// user ran (nextstep.Commands.Hint).
 func (a *app) nextSteps(root *cobra.Command) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

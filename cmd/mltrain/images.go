@@ -88,7 +88,7 @@ Images not on this host are listed and left out.`,
 }
 
 // saveCandidates is every image a lab of rayVersion may run, for either
-// vendor: the plan's defaults (lab.DefaultImage), mltrain's builds and their
+// vendor: the plan's defaults (service.DefaultImage), mltrain's builds and their
 // bases, and the extra images named on the command line.
 func saveCandidates(rayVersion string, extra []string) ([]string, error) {
 	var planned []string

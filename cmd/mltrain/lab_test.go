@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,7 +62,7 @@ func TestEveryConsumerEnumeratesTheExerciseRegistry(t *testing.T) {
 
 	// lab all: every exercise runs (here each stops at the workspace, which
 	// has no train.py) and leaves its record.
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	rc, err := ray.New(ray.Options{Address: srv.URL})
 	require.NoError(t, err)
 	recs, err := exercise.All(context.Background(), exercise.Env{Ray: rc, Workspace: t.TempDir()}, exercise.Options{})
@@ -96,14 +95,8 @@ func TestLabWithoutRayAddress(t *testing.T) {
 }
 
 func TestLabSubmitEndToEnd(t *testing.T) {
-	srv := raytest.New(t)
-	srv.Token = "tok"
-	srv.OnPoll = func(_ string, j *raytest.Job) {
-		if j.Polls == 2 {
-			j.Logs = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"
-			raytest.SetStatus(j, ray.Succeeded, "ok", time.Now())
-		}
-	}
+	srv := raytest.NewLab(t, "tok")
+	srv.Run = raytest.Script{End: "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"}.Program
 	dir := t.TempDir()
 	t.Setenv("RAY_ADDRESS", srv.URL)
 	t.Setenv("RAY_AUTH_TOKEN", "tok")
@@ -123,13 +116,13 @@ func TestLabSubmitEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, code)
 	_, _, code = run(t, "--state-dir", dir, "lab", "submit", "--poll", "1ms", "--ray-token", "tok")
 	assert.Equal(t, 0, code)
-	assert.Len(t, srv.JobIDs(), 2, "the rejected run submitted nothing")
+	assert.Len(t, srv.Jobs(), 2, "the rejected run submitted nothing")
 }
 
 // The engine is required where an exercise of the registry needs it (fault,
 // and so all); the others run without it.
 func TestLabNeedsTheEngineWhereTheRegistrySays(t *testing.T) {
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	t.Setenv("RAY_ADDRESS", srv.URL)
 	t.Setenv("MLTRAIN_STATE_DIR", t.TempDir())
 	noEngine := errors.New("docker engine at unix:///var/run/docker.sock is not reachable")
@@ -156,28 +149,24 @@ func TestLabNeedsTheEngineWhereTheRegistrySays(t *testing.T) {
 // Without flags or variables the exercises reach the lab recorded in the
 // state dir with its own token; RAY_ADDRESS replaces only the address.
 func TestLabReachesTheLabInTheStateDir(t *testing.T) {
-	srv := raytest.New(t)
-	srv.OnPoll = func(_ string, j *raytest.Job) {
-		j.Logs = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"
-		raytest.SetStatus(j, ray.Succeeded, "ok", time.Now())
-	}
 	dir := state.Dir(t.TempDir())
 	creds, _, err := dir.CreateCredentials()
 	require.NoError(t, err)
-	srv.Token = creds.RayAuthToken
+	srv := raytest.NewLab(t, creds.RayAuthToken)
+	srv.Run = raytest.Script{End: "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":3}\n"}.Program
 	require.NoError(t, dir.SaveState(state.State{Project: "envlab", Plan: plan.Plan{Project: "envlab"},
 		Probes: plan.Probes{Ray: srv.URL, MinIO: "http://127.0.0.1:1"}}))
 	t.Setenv("RAY_ADDRESS", "")
 	t.Setenv("RAY_AUTH_TOKEN", "")
 	_, errOut, code := run(t, "--state-dir", dir.Path(), "lab", "submit", "--quick", "--poll", "1ms")
 	require.Equal(t, 0, code, errOut)
-	require.Len(t, srv.JobIDs(), 1, "submitted to the lab's Ray with the lab's token")
+	require.Len(t, srv.Jobs(), 1, "submitted to the lab's Ray with the lab's token")
 
-	other := raytest.New(t)
-	other.Token, other.OnPoll = creds.RayAuthToken, srv.OnPoll
+	other := raytest.NewLab(t, creds.RayAuthToken)
+	other.Run = srv.Run
 	t.Setenv("RAY_ADDRESS", other.URL)
 	_, errOut, code = run(t, "--state-dir", dir.Path(), "lab", "submit", "--quick", "--poll", "1ms")
 	require.Equal(t, 0, code, errOut)
-	assert.Len(t, other.JobIDs(), 1, "RAY_ADDRESS won, with the lab's token")
-	assert.Len(t, srv.JobIDs(), 1)
+	assert.Len(t, other.Jobs(), 1, "RAY_ADDRESS won, with the lab's token")
+	assert.Len(t, srv.Jobs(), 1)
 }

@@ -43,7 +43,7 @@ func addLabFlags(fs *pflag.FlagSet) *labFlags {
 	return f
 }
 
-// options turns the flags into lab.Options for project and validates them.
+// options turns the flags into plan.Options for project and validates them.
 func (f *labFlags) options(project string) (plan.Options, error) {
 	o := f.opts
 	o.Project = project

@@ -18,6 +18,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/nextstep"
@@ -35,7 +36,8 @@ const statusProject = "stat"
 type statusLab struct {
 	dir  state.Dir
 	eng  *fake.Engine
-	ray  *raytest.Server
+	ray  *raytest.Modelled
+	clk  *raytest.Clock // Ray's: it moves when the test says time passed
 	plan plan.Plan
 	proj *types.Project // as rendered
 }
@@ -50,7 +52,8 @@ func (s *statusLab) container(t *testing.T, svc string) string {
 
 func newStatusLab(t *testing.T, services ...string) *statusLab {
 	t.Helper()
-	s := &statusLab{dir: state.Dir(t.TempDir()), eng: fake.New(), ray: raytest.New(t)}
+	s := &statusLab{dir: state.Dir(t.TempDir()), eng: fake.New(), clk: raytest.NewClock(time.Now())}
+	s.ray = raytest.NewModel(t, raymodel.Config{Now: s.clk.Now}, "")
 	creds, _, err := s.dir.CreateCredentials()
 	require.NoError(t, err)
 	s.plan, err = plan.New(labtest.RehearsalFacts(), plan.Options{Project: statusProject}, creds)
@@ -79,7 +82,7 @@ func newStatusLab(t *testing.T, services ...string) *statusLab {
 			Container: docker.Container{Name: s.container(t, svc), State: "running", Labels: l},
 			Running:   true, Health: "healthy", Networks: map[string]string{statusProject + "_default": ip}})
 	}
-	s.ray.SetNodes(nodes)
+	s.ray.JoinNodes(nodes...)
 	return s
 }
 
@@ -116,9 +119,8 @@ func (s *statusLab) status(t *testing.T, args ...string) (string, error) {
 func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	s := newStatusLab(t)
 	s.saveState(t)
-	s.ray.DeadAfter = time.Hour // Ray has not noticed yet
 	ip := s.stopWorker(t, 0)
-	require.True(t, s.ray.StopNode(ip))
+	require.True(t, s.ray.SilenceIP(ip)) // Ray has not noticed yet
 
 	out, err := s.status(t)
 	t.Logf("status right after the stop:\n%s", out)
@@ -133,7 +135,8 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	assert.Contains(t, out, "Ray still lists the node ALIVE: it marks it DEAD after its health checks time out, ~15s (up to ~65s)")
 
 	// Once the health checks give up, Ray and the container agree.
-	s.ray.DeadAfter = time.Nanosecond
+	typical, _ := s.ray.Config().DeadAfter()
+	s.clk.Add(typical)
 	out, err = s.status(t)
 	assert.ErrorIs(t, err, status.ErrServicesDown)
 	assert.Contains(t, out, "Ray: 2 of 3 nodes ALIVE\n")

@@ -20,7 +20,7 @@ var mltrainCommand = regexp.MustCompile("['`]mltrain +[a-z-]|\\bmltrain +(--[a-z
 	"version|gpus|doctor|render|build|images|up|down|status|logs|worker|credentials|join-token|join|data|lab|verify|completion)\\b)")
 
 // belowLab are the packages that say what went wrong and leave what to type
-// to the layer that knows the user's command (lab.Commands).
+// to the layer that knows the user's command (nextstep.Commands).
 var belowLab = []string{"compose", "internal/images", "internal/store", "internal/ray", "internal/docker"}
 
 // TestNoMltrainCommandBelowLab fails when a non-test Go file of belowLab
@@ -44,7 +44,7 @@ func TestNoMltrainCommandBelowLab(t *testing.T) {
 	for _, want := range belowLab {
 		assert.True(t, seen[want], "%s was read", want)
 	}
-	assert.Empty(t, bad, "say what went wrong (a sentinel or typed error naming the object); lab.Commands.Hint says what to type")
+	assert.Empty(t, bad, "say what went wrong (a sentinel or typed error naming the object); nextstep.Commands.Hint says what to type")
 }
 
 func under(rel string, roots []string) bool {

@@ -18,10 +18,11 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 )
 
-func client(t *testing.T, srv *raytest.Server, token string) *ray.Client {
+func client(t *testing.T, srv *raytest.Modelled, token string) *ray.Client {
 	t.Helper()
 	c, err := ray.New(ray.Options{Address: srv.URL, Token: token, TokenSource: "RAY_AUTH_TOKEN"})
 	require.NoError(t, err)
@@ -49,7 +50,8 @@ func TestParseAddress(t *testing.T) {
 }
 
 func TestVersionIgnoresUnknownFields(t *testing.T) {
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
+	srv.LaterRay()
 	v, err := client(t, srv, "").Version(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "2.54.0", v.RayVersion)
@@ -57,8 +59,7 @@ func TestVersionIgnoresUnknownFields(t *testing.T) {
 }
 
 func TestAuthMissingVersusWrong(t *testing.T) {
-	srv := raytest.New(t)
-	srv.Token = "s3cret"
+	srv := raytest.NewLab(t, "s3cret")
 	ctx := context.Background()
 
 	_, err := client(t, srv, "").Version(ctx)
@@ -77,7 +78,7 @@ func TestAuthMissingVersusWrong(t *testing.T) {
 }
 
 func TestUnreachableSaysWhere(t *testing.T) {
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	addr := srv.URL
 	srv.Close()
 	c, err := ray.New(ray.Options{Address: addr})
@@ -87,24 +88,17 @@ func TestUnreachableSaysWhere(t *testing.T) {
 	assert.Contains(t, err.Error(), addr)
 }
 
-// script moves a job PENDING -> RUNNING -> final, one step every two polls.
-func script(final ray.JobStatus) func(string, *raytest.Job) {
-	return func(_ string, j *raytest.Job) {
-		switch {
-		case j.Polls == 3:
-			raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
-		case j.Polls == 5:
-			j.Logs += "epoch 1\n"
-			raytest.SetStatus(j, final, "final", time.Now())
-		}
-	}
-}
-
+// TestJobLifecycle follows a job PENDING -> RUNNING -> final: submitted
+// before a node with its GPU joined, it waits; placed, its driver prints
+// "epoch 1" and exits (code 1: FAILED) once the clock moved on.
 func TestJobLifecycle(t *testing.T) {
 	for _, final := range []ray.JobStatus{ray.Succeeded, ray.Failed} {
 		t.Run(string(final), func(t *testing.T) {
-			srv := raytest.New(t)
-			srv.OnPoll = script(final)
+			clk := raytest.NewClock(time.Unix(1_800_000_000, 0))
+			nodes := raytest.LabNodes()
+			srv := raytest.NewModel(t, raymodel.Config{Now: clk.Now}, "", nodes[0])
+			code := map[ray.JobStatus]int{ray.Failed: 1}[final]
+			srv.Run = raytest.Script{End: "epoch 1\n", Run: time.Second, Code: code}.Program
 			c := client(t, srv, "")
 			ctx := context.Background()
 			id, err := c.Submit(ctx, ray.SubmitRequest{Entrypoint: "python train.py", EntrypointNumGPUs: 1, EntrypointNumCPUs: 8})
@@ -112,13 +106,22 @@ func TestJobLifecycle(t *testing.T) {
 			assert.True(t, strings.HasPrefix(id, "raysubmit_"))
 
 			var seen []ray.JobStatus
-			j, err := c.Wait(ctx, id, ray.WaitOptions{Poll: time.Millisecond, OnChange: func(j ray.Job) { seen = append(seen, j.Status) }})
+			var gpuNode string
+			j, err := c.Wait(ctx, id, ray.WaitOptions{Poll: time.Millisecond, OnChange: func(j ray.Job) {
+				seen = append(seen, j.Status)
+				switch j.Status {
+				case ray.Pending:
+					gpuNode = srv.Join(nodes[1])
+				case ray.Running:
+					clk.Add(time.Second)
+				}
+			}})
 			require.NoError(t, err)
 			assert.Equal(t, []ray.JobStatus{ray.Pending, ray.Running, final}, seen)
 			assert.Equal(t, final, j.Status)
 			assert.True(t, j.Status.Terminal())
 			assert.False(t, j.End().IsZero())
-			assert.Equal(t, "node-head", j.DriverNodeID)
+			assert.Equal(t, gpuNode, j.DriverNodeID, "a GPU entrypoint's driver runs on the GPU node")
 
 			logs, err := c.Logs(ctx, id)
 			require.NoError(t, err)
@@ -139,7 +142,7 @@ func TestJobLifecycle(t *testing.T) {
 }
 
 func TestStopAndDeleteRules(t *testing.T) {
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	c := client(t, srv, "")
 	ctx := context.Background()
 	id, err := c.Submit(ctx, ray.SubmitRequest{Entrypoint: "sleep 1000", SubmissionID: "mine-1"})
@@ -167,7 +170,7 @@ func TestStopAndDeleteRules(t *testing.T) {
 }
 
 func TestDuplicateSubmissionIsRecognised(t *testing.T) {
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	c := client(t, srv, "")
 	ctx := context.Background()
 	_, err := c.Submit(ctx, ray.SubmitRequest{Entrypoint: "true", SubmissionID: "dup"})
@@ -288,7 +291,7 @@ func TestPackageTooBigIsRefusedBeforeUpload(t *testing.T) {
 	require.NoError(t, f.Truncate(ray.MaxPackageBytes+1)) // sparse: no real disk use
 	require.NoError(t, f.Close())
 
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	c := client(t, srv, "")
 	_, err = c.PrepareRuntimeEnv(context.Background(), map[string]any{"working_dir": "."}, dir)
 	require.Error(t, err)
@@ -303,7 +306,7 @@ func TestUploadOrderAndNoSecondPut(t *testing.T) {
 		"train.py": "print('hi')\n", "requirements.txt": "torch\n# comment\nlightning\n\ntorch\n",
 		"runtime.json": `{"pip": "requirements.txt", "env_vars": {"FOOD11_DATA_DIR": "/mnt/Food-11"}, "working_dir": "."}`,
 	})
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	c := client(t, srv, "")
 	ctx := context.Background()
 	env, err := ray.LoadRuntimeEnv(filepath.Join(dir, "runtime.json"))
@@ -342,7 +345,7 @@ func TestUploadOrderAndNoSecondPut(t *testing.T) {
 
 func TestRuntimeEnvErrors(t *testing.T) {
 	dir := writeTree(t, map[string]string{"bad.json": "[1,2]"})
-	srv := raytest.New(t)
+	srv := raytest.NewLab(t, "")
 	c := client(t, srv, "")
 	_, err := c.PrepareRuntimeEnv(context.Background(), map[string]any{"pip": "missing.txt"}, dir)
 	require.Error(t, err)
@@ -358,12 +361,13 @@ func TestRuntimeEnvErrors(t *testing.T) {
 }
 
 func TestNodesIgnoreUnknownFields(t *testing.T) {
-	srv := raytest.New(t)
-	srv.SetNodes([]ray.Node{
+	srv := raytest.NewModel(t, raymodel.Config{}, "")
+	srv.LaterRay()
+	srv.JoinNodes([]ray.Node{
 		{NodeID: "h", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 4}},
 		{NodeID: "w0", NodeIP: "172.18.0.3", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": 1}},
 		{NodeID: "w1", NodeIP: "172.18.0.4", State: "DEAD", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": 2}},
-	})
+	}...)
 	nodes, err := client(t, srv, "").Nodes(context.Background())
 	require.NoError(t, err)
 	require.Len(t, nodes, 3)

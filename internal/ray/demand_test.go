@@ -3,11 +3,13 @@ package ray_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 )
 
@@ -114,12 +116,19 @@ func TestParseDemandsNone(t *testing.T) {
 	}
 }
 
+// The client returns the text Ray's cluster status gives, here the model's
+// with a job no node can place (its clock stands still: the same text).
 func TestClusterStatusFromDashboard(t *testing.T) {
-	srv := raytest.New(t)
-	srv.SetClusterStatus(statusV2)
-	text, err := client(t, srv, "").ClusterStatus(context.Background())
+	clk := raytest.NewClock(time.Unix(1_800_000_000, 0))
+	srv := raytest.NewModel(t, raymodel.Config{Now: clk.Now}, "", raytest.LabNodes()...)
+	c := client(t, srv, "")
+	_, err := c.Submit(context.Background(), ray.SubmitRequest{Entrypoint: "python train.py", EntrypointNumGPUs: 2})
 	require.NoError(t, err)
-	assert.Equal(t, statusV2, text)
+	text, err := c.ClusterStatus(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, srv.ClusterStatus(), text)
+	_, ok := ray.FindDemand(ray.ParseDemands(text), map[string]float64{"GPU": 2})
+	assert.True(t, ok, text)
 }
 
 func FuzzParseDemands(f *testing.F) {

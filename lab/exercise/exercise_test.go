@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab/exercise"
@@ -25,7 +25,9 @@ import (
 )
 
 type fixture struct {
-	ray   *raytest.Server
+	t     *testing.T
+	ray   *raytest.Modelled
+	clock *raytest.Clock
 	s3    *storetest.Server
 	env   exercise.Env
 	opts  exercise.Options
@@ -33,17 +35,49 @@ type fixture struct {
 	state state.Dir
 }
 
+// tick is how far Ray's clock moves with each request the exercise makes:
+// its polls drive the model's time, so a run is the same on any machine.
+const tick = 100 * time.Millisecond
+
+// trainPy is train.py on the model, an epoch three ticks long.
+var trainPy = raymodel.TrainPy{Epoch: 3 * tick, Register: 2 * tick, Restart: 2 * tick}
+
 func newFixture(t *testing.T, eng docker.Engine) *fixture {
 	t.Helper()
-	f := &fixture{ray: raytest.New(t), s3: storetest.New(t), rec: &progress.Recorder{}, state: state.Dir(t.TempDir())}
+	f := &fixture{t: t, s3: storetest.New(t), rec: &progress.Recorder{}, state: state.Dir(t.TempDir())}
 	f.s3.MakeBucket("ray")
-	rc, err := ray.New(ray.Options{Address: f.ray.URL})
-	require.NoError(t, err)
-	f.env = exercise.Env{Ray: rc, Store: f.s3.Client(t, storetest.AccessKey), Engine: eng, Project: "mltrain",
+	f.env = exercise.Env{Store: f.s3.Client(t, storetest.AccessKey), Engine: eng, Project: "mltrain",
 		StateDir: f.state, Reporter: f.rec, JobEnv: map[string]string{"MLTRAIN_ACCELERATOR": "cpu"}}
+	f.useRay(raymodel.Config{}, raytest.LabNodes()...)
 	f.opts = exercise.Options{Quick: true, Poll: time.Millisecond, Observe: 40 * time.Millisecond,
 		Timeout: 10 * time.Second, CheckpointTimeout: 3 * time.Second}
 	return f
+}
+
+// useRay points the exercises at a new modelled Ray with these nodes, its
+// clock moved by tick with each request, its checkpoints in the S3 double.
+func (f *fixture) useRay(cfg raymodel.Config, nodes ...raymodel.NodeSpec) {
+	f.clock = raytest.NewClock(time.Now())
+	cfg.Now = f.clock.Now
+	f.ray = raytest.NewModel(f.t, cfg, "", nodes...)
+	f.ray.Tick(f.clock, tick)
+	f.ray.Storage = s3Storage{f.s3}
+	rc, err := ray.New(ray.Options{Address: f.ray.URL})
+	require.NoError(f.t, err)
+	f.env.Ray = rc
+}
+
+// s3Storage is the S3 double as the storage Ray Train writes checkpoints to.
+type s3Storage struct{ s *storetest.Server }
+
+func (s s3Storage) Put(bucket, key string, data []byte) error {
+	s.s.Put(bucket, key, int64(len(data)), time.Now())
+	return nil
+}
+
+func (s s3Storage) Delete(bucket, key string) error {
+	s.s.Delete(bucket, key)
+	return nil
 }
 
 func event(kind string, at time.Time, fields string) string {
@@ -57,24 +91,16 @@ func workerEvent(rank int, ip string, at time.Time) string {
 
 const resultOK = "MLTRAIN_RESULT {\"mode\":\"plain\",\"fit_seconds\":12.5,\"test\":{\"test_accuracy\":0.9}}\n"
 
-// lifecycle: PENDING on the first poll, RUNNING (with logs) on the second,
-// final (with more logs) on the fourth.
-func lifecycle(running, final string, status ray.JobStatus) func(string, *raytest.Job) {
-	return func(_ string, j *raytest.Job) {
-		switch j.Polls {
-		case 2:
-			j.Logs += running
-			raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
-		case 4:
-			j.Logs += final
-			raytest.SetStatus(j, status, "done", time.Now())
-		}
-	}
+// lifecycle is a job whose driver prints running when Ray starts it and
+// final a few polls later, then exits: 0 for SUCCEEDED, 1 for FAILED.
+func lifecycle(running, final string, status ray.JobStatus) func(*raymodel.Job) raymodel.Program {
+	code := map[ray.JobStatus]int{ray.Failed: 1}[status]
+	return raytest.Script{Start: running, End: final, Run: 3 * tick, Code: code}.Program
 }
 
 func TestSubmitSucceeds(t *testing.T) {
 	f := newFixture(t, nil)
-	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", time.Now()), "epoch 1\n"+resultOK, ray.Succeeded)
+	f.ray.Run = lifecycle(workerEvent(0, "172.18.0.3", time.Now()), "epoch 1\n"+resultOK, ray.Succeeded)
 	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
 	require.NoError(t, err)
 	assert.True(t, rec.OK)
@@ -124,7 +150,7 @@ func TestSubmitFailedJobShowsLogTail(t *testing.T) {
 		fmt.Fprintf(&logs, "line %d\n", i)
 	}
 	logs.WriteString("RuntimeError: Food-11 not found at /mnt/Food-11\n")
-	f.ray.OnPoll = lifecycle("", logs.String(), ray.Failed)
+	f.ray.Run = lifecycle("", logs.String(), ray.Failed)
 	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "FAILED")
@@ -140,7 +166,7 @@ func TestSubmitFailedJobShowsLogTail(t *testing.T) {
 
 func TestSubmitWithoutResultLineIsNotObserved(t *testing.T) {
 	f := newFixture(t, nil)
-	f.ray.OnPoll = lifecycle("", "bye\n", ray.Succeeded)
+	f.ray.Run = lifecycle("", "bye\n", ray.Succeeded)
 	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	assert.False(t, rec.OK)
@@ -160,16 +186,6 @@ func TestUnknownExerciseAndMissingWorkspace(t *testing.T) {
 	assert.Empty(t, f.ray.CallsWithPrefix("POST"), "nothing submitted")
 }
 
-const statusWithDemand = `Resources
----------------------------------------------------------------
-Usage:
- 0.0/68.0 CPU
- 0.0/2.0 GPU
-
-Demands:
- {'CPU': 8.0, 'GPU': 2.0}: 1+ pending tasks/actors
-`
-
 func labNodes(gpusPerWorker float64) []ray.Node {
 	return []ray.Node{
 		{NodeID: "head", NodeIP: "172.18.0.2", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 4}},
@@ -179,9 +195,7 @@ func labNodes(gpusPerWorker float64) []ray.Node {
 }
 
 func TestInfeasibleKeepLeavesItPending(t *testing.T) {
-	f := newFixture(t, nil)
-	f.ray.SetNodes(labNodes(1))
-	f.ray.SetClusterStatus(statusWithDemand)
+	f := newFixture(t, nil) // the lab's nodes: one GPU each
 	f.opts.Keep = true
 	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
 	require.NoError(t, err)
@@ -192,12 +206,8 @@ func TestInfeasibleKeepLeavesItPending(t *testing.T) {
 
 func TestInfeasibleOnABigNodeIsNotObserved(t *testing.T) {
 	f := newFixture(t, nil)
-	f.ray.SetNodes(labNodes(2)) // a node with 2 GPUs: the job can run
-	f.ray.OnPoll = func(_ string, j *raytest.Job) {
-		if j.Polls == 2 {
-			raytest.SetStatus(j, ray.Running, "Job is currently running.", time.Now())
-		}
-	}
+	f.useRay(raymodel.Config{})
+	f.ray.JoinNodes(labNodes(2)...) // a node with 2 GPUs: the job can run
 	rec, err := exercise.Run(context.Background(), f.env, "infeasible", f.opts)
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	assert.False(t, rec.Infeasible.StayedPending)
@@ -212,7 +222,7 @@ func labEngine() *fake.Engine {
 	for i, ip := range []string{"172.18.0.3", "172.18.0.4"} {
 		eng.AddContainer(docker.ContainerDetails{
 			Container: docker.Container{Name: fmt.Sprintf("ray-worker-%d", i), State: "running",
-				Labels: map[string]string{labels.Role: labels.RoleWorker, labels.Project: "mltrain"}},
+				Labels: map[string]string{labels.Role: labels.RoleWorker, labels.Project: "mltrain", labels.WorkerIndex: fmt.Sprint(i)}},
 			Running: true, Networks: map[string]string{"mltrain": ip},
 		})
 	}
@@ -231,9 +241,7 @@ func labEngine() *fake.Engine {
 
 func TestMultiUsesBothWorkers(t *testing.T) {
 	f := newFixture(t, labEngine())
-	now := time.Now()
-	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", now)+workerEvent(1, "172.18.0.4", now),
-		`MLTRAIN_RESULT {"mode":"ray","ok":true,"fit_seconds":30}`+"\n", ray.Succeeded)
+	f.ray.Run = trainPy.Program
 	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"172.18.0.3", "172.18.0.4"}, rec.Jobs[0].NodeIPs)
@@ -243,32 +251,22 @@ func TestMultiUsesBothWorkers(t *testing.T) {
 	assert.Zero(t, job.Request.EntrypointNumGPUs, "the driver stays on the head; the workers take the GPUs")
 }
 
+// Worker 0 has two GPUs: the placement group (PACK) puts both workers there.
 func TestMultiOnOneNodeIsNotObserved(t *testing.T) {
 	f := newFixture(t, labEngine())
-	now := time.Now()
-	f.ray.OnPoll = lifecycle(workerEvent(0, "172.18.0.3", now)+workerEvent(1, "172.18.0.3", now),
-		`MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	f.useRay(raymodel.Config{})
+	f.ray.JoinNodes(labNodes(2)...)
+	f.ray.Run = trainPy.Program
 	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	assert.Contains(t, strings.Join(rec.Problems, " "), "1 node(s)")
 }
 
+// Ray's hybrid policy places the three half-GPU jobs on worker 0, on
+// worker 1 (worker 0 at the spread threshold), then on worker 0 again.
 func TestFractionalMeasuresMakespanAndSharing(t *testing.T) {
 	f := newFixture(t, labEngine())
-	var n int32
-	ips := []string{"172.18.0.3", "172.18.0.3", "172.18.0.3", "172.18.0.4"} // alone, then 3 at once: two share worker 0
-	f.ray.OnSubmit = func(_ string, j *raytest.Job) string {
-		k := atomic.AddInt32(&n, 1) - 1
-		j.Logs = workerEvent(0, ips[k], time.Now())
-		j.Status = ray.Running
-		return ""
-	}
-	f.ray.OnPoll = func(_ string, j *raytest.Job) {
-		if j.Polls == 3 {
-			j.Logs += `MLTRAIN_RESULT {"mode":"ray","ok":true}` + "\n"
-			raytest.SetStatus(j, ray.Succeeded, "ok", time.Now().Add(5*time.Millisecond))
-		}
-	}
+	f.ray.Run = trainPy.Program
 	rec, err := exercise.Run(context.Background(), f.env, "fractional", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	require.Len(t, rec.Jobs, 4)
@@ -298,7 +296,7 @@ func TestAllStopsWhenRayIsUnreachable(t *testing.T) {
 func TestCPUsOverride(t *testing.T) {
 	f := newFixture(t, nil)
 	f.opts.CPUs = 2
-	f.ray.OnPoll = lifecycle("", resultOK, ray.Succeeded)
+	f.ray.Run = lifecycle("", resultOK, ray.Succeeded)
 	rec, err := exercise.Run(context.Background(), f.env, "submit", f.opts)
 	require.NoError(t, err)
 	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
@@ -338,20 +336,24 @@ func TestLoadRecordsSkipsExercisesNeverRun(t *testing.T) {
 }
 
 // On a lab that spans hosts a host's nodes share its address: two workers
-// at one address but with two node ids are two nodes.
+// at one address but with two node ids are two nodes. With two GPUs on
+// nodeA, the placement group packs both workers there: one node.
 func TestMultiCountsNodesByIDOnASharedAddress(t *testing.T) {
 	f := newFixture(t, labEngine())
 	f.env.NodeIP = "10.52.0.7"
-	now := time.Now()
-	w := func(rank int, id string) string {
-		return event("worker", now, fmt.Sprintf(`,"rank":%d,"node_ip":"10.52.0.7","node_id":%q`, rank, id))
+	shared := func(gpusOnA float64) {
+		f.useRay(raymodel.Config{})
+		f.ray.JoinNodes(ray.Node{NodeID: "head", NodeIP: "10.52.0.7", IsHeadNode: true, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 4}},
+			ray.Node{NodeID: "nodeA", NodeIP: "10.52.0.7", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": gpusOnA}},
+			ray.Node{NodeID: "nodeB", NodeIP: "10.52.0.7", State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 32, "GPU": 1}})
+		f.ray.Run = trainPy.Program
 	}
-	f.ray.OnPoll = lifecycle(w(0, "nodeA")+w(1, "nodeB"), `MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	shared(1)
 	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	assert.Equal(t, []string{"nodeA", "nodeB"}, rec.Jobs[0].NodeIDs)
 
-	f.ray.OnPoll = lifecycle(w(0, "nodeA")+w(1, "nodeA"), `MLTRAIN_RESULT {"mode":"ray","ok":true}`+"\n", ray.Succeeded)
+	shared(2)
 	rec, err = exercise.Run(context.Background(), f.env, "multi", f.opts)
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	assert.Contains(t, strings.Join(rec.Problems, " "), "1 node(s)")

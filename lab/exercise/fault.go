@@ -117,7 +117,7 @@ func (f *faultRun) trainingWorker(ctx context.Context) (status.WorkerContainer, 
 	if err != nil {
 		return status.WorkerContainer{}, r.timeoutHint(err, ctx, "no training worker reported where it runs within "+r.o.CheckpointTimeout.String())
 	}
-	f.obs.TrainingNodeIP = worker.NodeIP
+	f.obs.TrainingNodeIP, f.obs.TrainingNodeID = worker.NodeIP, worker.NodeID
 	c, err := r.workerOfNode(ctx, worker.NodeID, worker.NodeIP)
 	if err != nil {
 		return c, err

@@ -63,3 +63,16 @@ func TestJudgeResumeFromAnOlderCheckpoint(t *testing.T) {
 	assert.False(t, f.obs.ResumedFromLatest)
 	assert.True(t, f.obs.CheckpointInMinIO)
 }
+
+// On the host network the workers share the host's address: a resume on
+// the other worker is on another node, told apart by node id.
+func TestJudgeTellsNodesAtOneAddressApartByID(t *testing.T) {
+	obs := FaultObs{TrainingNodeIP: "10.52.0.7", TrainingNodeID: "w1", ResumedOnNodeIP: "10.52.0.7", ResumedOnNodeID: "w0"}
+	assert.False(t, resumedOnTheStoppedNode(obs))
+	obs.ResumedOnNodeID = "w1"
+	assert.True(t, resumedOnTheStoppedNode(obs))
+	obs.TrainingNodeID, obs.ResumedOnNodeID = "", "" // a train.py that names no node id: by address
+	assert.True(t, resumedOnTheStoppedNode(obs))
+	obs.ResumedOnNodeIP = "10.52.0.8"
+	assert.False(t, resumedOnTheStoppedNode(obs))
+}

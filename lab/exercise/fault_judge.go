@@ -81,7 +81,7 @@ func (f *faultRun) observeResume(ctx context.Context, resume Event, events []Eve
 	r, obs := f.r, f.obs
 	obs.ResumedFrom = normCheckpoint(resume.Checkpoint, f.bucket)
 	obs.ResumedEpoch = resume.Epoch
-	obs.ResumedOnNodeIP = resume.NodeIP
+	obs.ResumedOnNodeIP, obs.ResumedOnNodeID = resume.NodeIP, resume.NodeID
 	if rc, err := r.workerOfNode(ctx, resume.NodeID, resume.NodeIP); err == nil {
 		obs.ResumedContainer = rc.Name
 	}

@@ -11,45 +11,107 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/docker"
+	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
-// The lab engine's workers (labEngine).
+// The lab engine's head and workers (labEngine).
 const (
-	w0IP = "172.18.0.3" // ray-worker-0
-	w1IP = "172.18.0.4" // ray-worker-1
+	headIP = "172.18.0.2"
+	w0IP   = "172.18.0.3" // ray-worker-0
+	w1IP   = "172.18.0.4" // ray-worker-1
 )
 
 // labWorkers are labEngine's worker containers by address.
 var labWorkers = map[string]string{w0IP: "ray-worker-0", w1IP: "ray-worker-1"}
 
-// trainRun plays the fault exercise's Ray Train job on the double: training
-// starts on nodes[0]; checkpoints go to the S3 double; a node is down when
-// its container (by address, as it was before any stop: a stopped
-// container has none) is not running.
-func trainRun(f *fixture, eng docker.Engine, containers map[string]string, nodes ...string) *raytest.TrainRun {
-	run := &raytest.TrainRun{Nodes: nodes, Epochs: 10, EpochPolls: 3, RegisterPolls: 2,
-		Put:    func(bucket, key string) { f.s3.Put(bucket, key, 9<<20, time.Now()) },
-		Delete: func(bucket, key string) { f.s3.Delete(bucket, key) },
-		Down: func(ip string) bool {
-			name, ok := containers[ip]
-			if !ok {
-				return false
-			}
-			d, err := eng.ContainerInspect(context.Background(), name)
-			return err == nil && !d.Running
-		}}
-	f.ray.OnPoll = run.Step
-	return run
+// rayEngine is the engine with Ray's raylets in its containers: a stopped
+// container's raylet stops answering, a started one registers again as a
+// new node, as `ray start --block` in a container does.
+type rayEngine struct {
+	docker.Engine
+	ray   *raytest.Modelled
+	names map[string]string            // container name or ID -> name
+	specs map[string]raymodel.NodeSpec // by container name
+	nodes map[string]string            // container name -> its raylet's node id
 }
 
-func names(cps []raytest.Checkpoint, id string) []string {
+func (e *rayEngine) join(name string, spec raymodel.NodeSpec) {
+	if name == "" { // another host's node, or none of a container
+		e.ray.Join(spec)
+		return
+	}
+	e.names[name], e.specs[name] = name, spec
+	if d, err := e.Engine.ContainerInspect(context.Background(), name); err == nil {
+		e.names[d.ID] = name
+	}
+	e.nodes[name] = e.ray.Join(spec)
+}
+
+func (e *rayEngine) ContainerStop(ctx context.Context, id string, timeout time.Duration) error {
+	err := e.Engine.ContainerStop(ctx, id, timeout)
+	if name, ok := e.names[id]; ok && err == nil {
+		e.ray.Silence(e.nodes[name], e.ray.Config().Now())
+	}
+	return err
+}
+
+func (e *rayEngine) ContainerStart(ctx context.Context, id string) error {
+	err := e.Engine.ContainerStart(ctx, id)
+	if name, ok := e.names[id]; ok && err == nil {
+		spec := e.specs[name]
+		spec.ID = "" // a new raylet is a new node
+		e.nodes[name] = e.ray.Join(spec)
+	}
+	return err
+}
+
+// faultNode is a Ray node of a fault test and the container it runs in
+// ("" for none of this engine's).
+type faultNode struct {
+	container string
+	spec      raymodel.NodeSpec
+}
+
+// faultRay runs the fault exercise's job on the modelled Ray: train.py as
+// raymodel.TrainPy plays it, with Ray's nodes in the engine's containers,
+// joined in order (Ray trains on the first free GPU node), checkpoints in
+// the S3 double. A test changes the TrainPy it returns before the run.
+func faultRay(f *fixture, eng docker.Engine, cfg raymodel.Config, nodes ...faultNode) *raymodel.TrainPy {
+	f.useRay(cfg)
+	e := &rayEngine{Engine: eng, ray: f.ray, names: map[string]string{}, specs: map[string]raymodel.NodeSpec{}, nodes: map[string]string{}}
+	for _, n := range nodes {
+		e.join(n.container, n.spec)
+	}
+	f.env.Engine = e
+	tp := trainPy
+	f.ray.Run = func(j *raymodel.Job) raymodel.Program { return tp.Program(j) }
+	return &tp
+}
+
+// trainRun is faultRay on the lab's shape: a CPU head, then a one-GPU
+// worker node at each address, in the container containers names for it.
+func trainRun(f *fixture, eng docker.Engine, containers map[string]string, ips ...string) *raymodel.TrainPy {
+	nodes := []faultNode{{spec: raymodel.NodeSpec{IP: headIP, Head: true, Total: raymodel.Resources{"CPU": 4}}}}
+	for _, ip := range ips {
+		nodes = append(nodes, faultNode{containers[ip], raymodel.NodeSpec{IP: ip, Total: raymodel.Resources{"CPU": 32, "GPU": 1}}})
+	}
+	return faultRay(f, eng, raymodel.Config{}, nodes...)
+}
+
+// registered lists the checkpoints of run id Ray Train registered, as
+// train.py's "checkpoint" events say, "run/checkpoint_epoch_…" each.
+func registered(t *testing.T, f *fixture, id string) []string {
+	j, ok := f.ray.Job(id)
+	require.True(t, ok)
+	events, _ := exercise.ParseLog(j.Logs)
 	var out []string
-	for _, c := range cps {
-		out = append(out, id+"/"+c.Name)
+	for _, e := range exercise.EventsOf(events, "checkpoint") {
+		out = append(out, strings.TrimPrefix(e.Checkpoint, "ray/"))
 	}
 	return out
 }
@@ -57,7 +119,7 @@ func names(cps []raytest.Checkpoint, id string) []string {
 func TestFaultStopsTheTrainingWorkerAndRestartsIt(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
-	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
+	trainRun(f, eng, labWorkers, w1IP, w0IP)
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	obs := rec.Fault
@@ -91,7 +153,7 @@ func TestFaultStopsTheTrainingWorkerAndRestartsIt(t *testing.T) {
 	assert.Contains(t, job.Request.Entrypoint, "--epochs 10")
 	assert.Contains(t, job.Request.Entrypoint, "--run-name "+id)
 	assert.Zero(t, job.Request.EntrypointNumGPUs, "the driver stays on the head: stopping a worker must not kill it")
-	assert.Len(t, run.Registered(id), 10, "the run finished its 10 epochs, epoch 0 once")
+	assert.Len(t, registered(t, f, id), 10, "the run finished its 10 epochs, epoch 0 once")
 }
 
 // Ray uploads a checkpoint before its controller registers it: a worker
@@ -101,23 +163,24 @@ func TestFaultStopsOnlyAfterRayRegisteredACheckpoint(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
 	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.RegisterPolls = 8 // the objects sit in MinIO for 8 polls, unregistered
+	run.Register = 8 * tick // the objects sit in MinIO for 8 ticks, unregistered
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	id := rec.Jobs[0].SubmissionID
 	obs := rec.Fault
 	assert.Equal(t, id+"/checkpoint_epoch_000000", obs.ResumedFrom, "Ray resumed from the checkpoint registered before the stop")
 	assert.Equal(t, obs.LatestAtStop, obs.ResumedFrom)
-	assert.Contains(t, names(run.Registered(id), id), obs.LatestAtStop)
+	assert.Contains(t, registered(t, f, id), obs.LatestAtStop)
 }
 
-// train.py keeps the 2 newest checkpoints: by the end of the job the one
-// training resumed from is gone from MinIO, and the run is still correct.
+// train.py keeps the 2 newest checkpoints (its --keep-checkpoints default
+// in ray mode): by the end of the job the one training resumed from is gone
+// from MinIO, and the run is still correct.
 func TestFaultPassesWhenRetentionDeletesTheResumedCheckpoint(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
 	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.Keep, run.RegisterPolls = 2, 0
+	run.Register = time.Nanosecond // registered as soon as uploaded
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	id := rec.Jobs[0].SubmissionID
@@ -142,7 +205,7 @@ func TestFaultWithAnOlderTrainPyStopsNothing(t *testing.T) {
 	assert.Contains(t, err.Error(), "train.py")
 	assert.Empty(t, eng.CallsOf("stop"))
 	assert.False(t, rec.OK)
-	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+	f.ray.Stop(rec.Jobs[0].SubmissionID)
 }
 
 func TestFaultWithoutCheckpointNeverStopsAWorker(t *testing.T) {
@@ -150,14 +213,14 @@ func TestFaultWithoutCheckpointNeverStopsAWorker(t *testing.T) {
 	f := newFixture(t, eng)
 	f.opts.CheckpointTimeout = 100 * time.Millisecond
 	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.EpochPolls = 1 << 30 // the first epoch never ends
+	run.Epoch = 24 * time.Hour // the first epoch never ends
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Ray Train registered no checkpoint")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Empty(t, eng.CallsOf("stop"))
 	assert.False(t, rec.OK)
-	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+	f.ray.Stop(rec.Jobs[0].SubmissionID)
 }
 
 func TestFaultUnidentifiedWorker(t *testing.T) {
@@ -172,41 +235,68 @@ func TestFaultUnidentifiedWorker(t *testing.T) {
 }
 
 // Ray runs a driver whose entrypoint asks for no resources on the head; one
-// on the training node would die with it, so nothing is stopped then.
+// on the training node would die with it, so nothing is stopped then. A
+// Ray told to allow drivers on workers (RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES)
+// whose head is busy past the spread threshold places the driver on the
+// first worker, where training goes too.
 func TestFaultRefusesToStopTheDriversNode(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
-	trainRun(f, eng, labWorkers, w1IP, w0IP)
-	f.ray.OnSubmit = func(_ string, j *raytest.Job) string {
-		j.DriverNodeID = "node-" + w1IP // as the double names the nodes TrainRun trains on
-		return ""
+	nodes := []faultNode{{spec: raymodel.NodeSpec{IP: headIP, Head: true, Total: raymodel.Resources{"CPU": 4}}}}
+	for _, ip := range []string{w1IP, w0IP} {
+		nodes = append(nodes, faultNode{labWorkers[ip], raymodel.NodeSpec{IP: ip, Total: raymodel.Resources{"CPU": 32, "GPU": 1}}})
 	}
+	faultRay(f, eng, raymodel.Config{DriverOnWorkerNodes: true}, nodes...)
+	_, err := f.env.Ray.Submit(context.Background(), ray.SubmitRequest{Entrypoint: "sleep 3600", EntrypointNumCPUs: 2})
+	require.NoError(t, err)
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "driver runs on ray-worker-1 (172.18.0.4), the node that trains")
 	assert.Empty(t, eng.CallsOf("stop"))
-	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+	f.ray.Stop(rec.Jobs[0].SubmissionID)
+}
+
+// hostNetwork is the lab on the host network: the head and both workers at
+// the host's address, first the head, then worker 1 (Ray trains there);
+// the driver attaches to the node whose id Ray lists first (attachedTo).
+func hostNetwork(t *testing.T, attachedTo string) (*fixture, *fake.Engine) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	f.env.NodeIP = "10.52.0.7"
+	id := func(svc string) string {
+		if svc == attachedTo {
+			return "0-" + svc
+		}
+		return "1-" + svc
+	}
+	node := func(svc string, head bool, res raymodel.Resources) faultNode {
+		spec := raymodel.NodeSpec{ID: id(svc), IP: f.env.NodeIP, Head: head, Total: res,
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: svc}}
+		if head {
+			return faultNode{spec: spec}
+		}
+		return faultNode{svc, spec}
+	}
+	gpu := raymodel.Resources{"CPU": 32, "GPU": 1}
+	faultRay(f, eng, raymodel.Config{}, node("ray-head", true, raymodel.Resources{"CPU": 4}),
+		node("ray-worker-1", false, gpu), node("ray-worker-0", false, gpu))
+	return f, eng
 }
 
 // On the host network Ray may attach the driver (running on the head) to a
-// worker's raylet; train.py says which, and that worker is never stopped.
+// worker's raylet at the same address; train.py says which, and that
+// worker is never stopped.
 func TestFaultRefusesToStopTheNodeTheDriverIsAttachedTo(t *testing.T) {
-	eng := labEngine()
-	f := newFixture(t, eng)
-	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.DriverAttached = w1IP
+	f, eng := hostNetwork(t, "ray-worker-1")
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "driver is attached to the raylet of ray-worker-1 (172.18.0.4), the node that trains")
+	assert.Contains(t, err.Error(), "driver is attached to the raylet of ray-worker-1 (10.52.0.7), the node that trains")
 	assert.Contains(t, clierr.Hint(err), "mltrain lab fault")
 	assert.Empty(t, eng.CallsOf("stop"))
-	f.ray.SetStatus(rec.Jobs[0].SubmissionID, "STOPPED", "cleanup")
+	f.ray.Stop(rec.Jobs[0].SubmissionID)
 
 	// Attached to the other worker: training moves there, and the driver lives.
-	eng = labEngine()
-	f = newFixture(t, eng)
-	run = trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.DriverAttached = w0IP
+	f, _ = hostNetwork(t, "ray-worker-0")
 	rec, err = exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.NoError(t, err, "%v", rec.Problems)
 	assert.Equal(t, "ray-worker-1", rec.Fault.StoppedContainer)
@@ -216,9 +306,7 @@ func TestFaultResumeFromAnUnreportedCheckpointIsNotObserved(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
 	run := trainRun(f, eng, labWorkers, w1IP, w0IP)
-	run.ResumeFrom = func([]raytest.Checkpoint) *raytest.Checkpoint {
-		return &raytest.Checkpoint{Name: "checkpoint_epoch_000007", Epoch: 7}
-	}
+	run.ResumeFrom = func(int) int { return 7 } // a train.py that loads epoch 7 whatever Ray hands it
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.ErrorIs(t, err, exercise.ErrNotObserved)
 	problems := strings.Join(rec.Problems, "\n")
@@ -254,12 +342,10 @@ func TestFaultSaysWhenTrainingRunsOnAnotherHost(t *testing.T) {
 	f := newFixture(t, eng)
 	f.env.NodeIP = "10.52.0.7"
 	remote := "10.52.0.8"
-	f.ray.SetNodes([]ray.Node{
-		{NodeID: "head", NodeIP: "10.52.0.7", IsHeadNode: true, State: "ALIVE"},
-		{NodeID: "node-" + remote, NodeIP: remote, State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1},
-			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}},
-	})
-	trainRun(f, eng, labWorkers, remote, w0IP)
+	faultRay(f, eng, raymodel.Config{},
+		faultNode{spec: raymodel.NodeSpec{ID: "head", IP: "10.52.0.7", Head: true, Total: raymodel.Resources{"CPU": 4}}},
+		faultNode{spec: raymodel.NodeSpec{ID: "node-" + remote, IP: remote, Total: raymodel.Resources{"CPU": 32, "GPU": 1},
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}}})
 	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at 10.52.0.8, a host that joined the lab")

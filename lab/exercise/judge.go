@@ -131,10 +131,19 @@ func judgeFault(rec Record) []string {
 	if !obs.CheckpointInMinIO {
 		p = append(p, fmt.Sprintf("training resumed from %s, which MinIO listed neither at the stop nor when training resumed (run %s)", obs.ResumedFrom, obs.Run))
 	}
-	if obs.ResumedOnNodeIP != "" && obs.ResumedOnNodeIP == obs.TrainingNodeIP {
+	if resumedOnTheStoppedNode(*obs) {
 		p = append(p, fmt.Sprintf("training resumed on the stopped node %s", obs.TrainingNodeIP))
 	}
 	return append(p, finished(jr)...)
+}
+
+// resumedOnTheStoppedNode compares nodes by id where train.py gave both:
+// on the host network a host's nodes share its address.
+func resumedOnTheStoppedNode(obs FaultObs) bool {
+	if obs.ResumedOnNodeID != "" && obs.TrainingNodeID != "" {
+		return obs.ResumedOnNodeID == obs.TrainingNodeID
+	}
+	return obs.ResumedOnNodeIP != "" && obs.ResumedOnNodeIP == obs.TrainingNodeIP
 }
 
 func judgeTune(rec Record) []string {

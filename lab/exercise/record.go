@@ -137,6 +137,7 @@ func (o FractionalObs) ByNode() string {
 type FaultObs struct {
 	Run              string    `json:"run"`
 	TrainingNodeIP   string    `json:"training_node_ip"`
+	TrainingNodeID   string    `json:"training_node_id,omitempty"`
 	StoppedContainer string    `json:"stopped_container"`
 	StoppedAt        time.Time `json:"stopped_at"`
 	// Registered are the checkpoints train.py reported registered with Ray
@@ -149,6 +150,7 @@ type FaultObs struct {
 	ResumedFrom      string   `json:"resumed_from"`
 	ResumedEpoch     *int     `json:"resumed_epoch,omitempty"` // the last epoch the resumed checkpoint holds
 	ResumedOnNodeIP  string   `json:"resumed_on_node_ip"`
+	ResumedOnNodeID  string   `json:"resumed_on_node_id,omitempty"`
 	ResumedContainer string   `json:"resumed_container,omitempty"`
 	RecoverySeconds  float64  `json:"recovery_seconds"`
 	// ResumedFromReported: the resumed checkpoint is one train.py reported

@@ -27,7 +27,7 @@ func runTune(t *testing.T, samples int, result string) (exercise.Record, error) 
 	t.Helper()
 	f := newFixture(t, nil)
 	f.opts.NumSamples = samples
-	f.ray.OnPoll = lifecycle("", result, ray.Succeeded)
+	f.ray.Run = lifecycle("", result, ray.Succeeded)
 	rec, err := exercise.Run(context.Background(), f.env, "tune", f.opts)
 	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
 	assert.Contains(t, job.Request.Entrypoint, "--mode tune --num-samples 8 --gpu-fraction 0.5 --cpus-per-worker 4")

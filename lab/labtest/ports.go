@@ -46,7 +46,7 @@ func FreePorts(t testing.TB, n int) []int {
 }
 
 // FreeRayPortBase finds a Ray port base whose first slots' blocks are free
-// (lab.NodePorts lays them out) and reserves them until the test ends.
+// (plan.NodePorts lays them out) and reserves them until the test ends.
 func FreeRayPortBase(t testing.TB, slots int) int {
 	t.Helper()
 	span := plan.NodePorts(0, 1).NodeManager // one slot's block

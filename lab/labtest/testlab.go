@@ -52,7 +52,7 @@ func MinIOBinary(t testing.TB) string {
 }
 
 // Images are the stand-in image tags by role name (head, worker, jupyter,
-// minio, prometheus, grafana — the lab.Role strings).
+// minio, prometheus, grafana — the service.Role strings).
 type Images map[string]string
 
 var (

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
-	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab/labtest"
@@ -42,16 +43,22 @@ import (
 type fakeLab struct {
 	t     *testing.T
 	eng   *fake.Engine
-	ray   *raytest.Server
+	ray   *raytest.Modelled
 	s3    *storetest.Server
 	opts  lifecycle.UpOptions
 	state state.Dir
-	// rayBlind: Ray lists no node, whatever runs (a cluster that never forms).
+	// rayBlind: no raylet reaches Ray, whatever runs (a cluster that never
+	// forms, or whose raylets all stopped answering).
 	rayBlind atomic.Bool
+	mu       sync.Mutex
+	nodeOf   map[string]string // container ID -> its raylet's node id
 }
 
 func newFakeLab(t *testing.T) *fakeLab {
-	f := &fakeLab{t: t, eng: fake.New(), ray: raytest.New(t), s3: storetest.New(t), state: state.Dir(t.TempDir())}
+	// Health checks of milliseconds: a stopped raylet's node is DEAD soon.
+	cfg := raymodel.Config{HealthCheckPeriod: time.Millisecond}
+	f := &fakeLab{t: t, eng: fake.New(), ray: raytest.NewModel(t, cfg, ""), s3: storetest.New(t), state: state.Dir(t.TempDir()),
+		nodeOf: map[string]string{}}
 	f.eng.HealthDelay = 30 * time.Millisecond
 	f.eng.PublishFunc = f.publish
 	project := "fakelab"
@@ -74,34 +81,45 @@ func newFakeLab(t *testing.T) *fakeLab {
 	return f
 }
 
-// rayNodes are the nodes Ray lists as the lab's raylets register: the
-// head's and each running worker's at its container's address, a node id
-// per container (a recreated container's raylet is a new node).
-func (f *fakeLab) rayNodes() []ray.Node {
-	if f.rayBlind.Load() {
-		return nil
-	}
+// syncRay brings Ray's nodes in step with the lab's containers, as their
+// raylets do: the head's and each running worker's raylet registers at its
+// container's address, once per start (a new raylet is a new node); one
+// whose container stopped, or every one while rayBlind, stops answering.
+func (f *fakeLab) syncRay() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	ctx := context.Background()
 	list, err := f.eng.ContainerList(ctx, map[string]string{labels.Project: f.opts.Lab.Project})
 	require.NoError(f.t, err)
-	var out []ray.Node
+	running := map[string]docker.ContainerDetails{}
 	for _, c := range list {
 		d, err := f.eng.ContainerInspect(ctx, c.ID)
 		require.NoError(f.t, err)
 		head, worker := c.Labels[labels.Service] == service.HeadService, c.Labels[labels.Role] == labels.RoleWorker
-		if !d.Running || !head && !worker {
+		if d.Running && (head || worker) && !f.rayBlind.Load() {
+			running[c.ID] = d
+		}
+	}
+	for cid, id := range f.nodeOf {
+		if _, ok := running[cid]; !ok { // stopped, removed, or blind
+			f.ray.Silence(id, f.ray.Config().Now())
+			delete(f.nodeOf, cid)
+		}
+	}
+	for _, c := range list {
+		d, ok := running[c.ID]
+		if _, known := f.nodeOf[c.ID]; !ok || known {
 			continue
 		}
-		n := ray.Node{NodeID: "node-" + c.ID, IsHeadNode: head, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1}}
+		n := raymodel.NodeSpec{Head: c.Labels[labels.Service] == service.HeadService, Total: raymodel.Resources{"CPU": 1}}
 		for _, ip := range d.Networks {
-			n.NodeIP = ip
+			n.IP = ip
 		}
-		if worker {
-			n.ResourcesTotal["GPU"] = 1
+		if !n.Head {
+			n.Total["GPU"] = 1
 		}
-		out = append(out, n)
+		f.nodeOf[c.ID] = f.ray.Join(n)
 	}
-	return out
 }
 
 func (f *fakeLab) deps(rep progress.Reporter) lifecycle.UpDeps {
@@ -124,7 +142,7 @@ func (f *fakeLab) publish(_, hostIP string, hostPort, containerPort int) (io.Clo
 		dash := proxyTo(f.t, f.ray.URL)
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/api/v0/nodes" {
-				f.ray.SetNodes(f.rayNodes())
+				f.syncRay()
 			}
 			dash.ServeHTTP(w, r)
 		})

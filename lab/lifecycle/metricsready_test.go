@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 )
 
@@ -25,11 +26,11 @@ func TestScrapesReadyWaitsOutADownTargetOfAnAliveNode(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"activeTargets": targets}})
 	}))
 	defer prom.Close()
-	rs := raytest.New(t)
+	rs := raytest.NewModel(t, raymodel.Config{}, "")
 	rc, err := ray.New(ray.Options{Address: rs.URL})
 	require.NoError(t, err)
-	rs.SetNodes([]ray.Node{{NodeID: "h", NodeIP: "10.0.0.2", IsHeadNode: true, State: "ALIVE"},
-		{NodeID: "w1", NodeIP: "10.0.0.4", State: "ALIVE"}, {NodeID: "gone", NodeIP: "10.0.0.9", State: "DEAD"}})
+	rs.JoinNodes([]ray.Node{{NodeID: "h", NodeIP: "10.0.0.2", IsHeadNode: true, State: "ALIVE"},
+		{NodeID: "w1", NodeIP: "10.0.0.4", State: "ALIVE"}, {NodeID: "gone", NodeIP: "10.0.0.9", State: "DEAD"}}...)
 	check := scrapesReady(rc, prom.URL)
 	target := func(ip, health string) promTarget {
 		return promTarget{Labels: map[string]string{"job": "ray"}, ScrapeURL: "http://" + ip + ":8080/metrics", Health: health,

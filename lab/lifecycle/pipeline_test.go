@@ -19,6 +19,7 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab/labtest"
@@ -37,14 +38,13 @@ const joinNodeIP = "127.0.0.2"
 // once asked), a GCS port that accepts connections, and MinIO.
 type fakeJoin struct {
 	eng  *fake.Engine
-	head *raytest.Server
+	head *raytest.Modelled
 	opts lifecycle.JoinRunOptions
 }
 
 func newFakeJoin(t *testing.T) *fakeJoin {
-	j := &fakeJoin{eng: fake.New(), head: raytest.New(t)}
+	j := &fakeJoin{eng: fake.New(), head: raytest.NewModel(t, raymodel.Config{}, "join-token")}
 	j.eng.HealthDelay = 30 * time.Millisecond
-	j.head.Token = "join-token"
 	gcs, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { gcs.Close() })
@@ -58,10 +58,10 @@ func newFakeJoin(t *testing.T) *fakeJoin {
 	b := plan.JoinBundle{Lab: "fakehead", HeadIP: "127.0.0.1", GCSPort: gcs.Addr().(*net.TCPAddr).Port, Dashboard: dashPort,
 		RayToken: j.head.Token, MinIO: storetest.New(t).URL, Bucket: "ray", S3Access: "lab", S3Secret: "labsecret",
 		RayVersion: "2.54.0", Python: "3.12", PortBase: labtest.FreeRayPortBase(t, 2)}
-	j.head.SetNodes([]ray.Node{
+	j.head.JoinNodes([]ray.Node{
 		{NodeID: "head", NodeIP: b.HeadIP, IsHeadNode: true, State: "ALIVE"},
 		{NodeID: "joined", NodeIP: joinNodeIP, State: "ALIVE", ResourcesTotal: map[string]float64{"CPU": 1, "GPU": 1}},
-	})
+	}...)
 	j.opts = lifecycle.JoinRunOptions{StateDir: state.Dir(t.TempDir()), Bundle: b, Images: images.Options{Pull: images.PullNever},
 		Timeout: 20 * time.Second, StopTimeout: time.Second,
 		Join: plan.JoinOptions{Project: "fakejoin", AllowCPU: true, Workers: 1, WorkerImage: worker, DataVolume: "fakejoin-food11"}}

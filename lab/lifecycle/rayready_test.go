@@ -14,6 +14,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/fake"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/lifecycle"
@@ -91,33 +92,35 @@ func TestUpRayCheckIgnoresAReplacedWorkersDeadNode(t *testing.T) {
 			Labels: map[string]string{labels.Project: project, labels.Service: w.Service, labels.Role: labels.RoleWorker, labels.WorkerIndex: strconv.Itoa(w.Index)}},
 			Running: true, Networks: map[string]string{project + "_default": fmt.Sprintf("172.20.0.%d", 3+w.Index)}})
 	}
-	rs := raytest.New(t)
-	rc, err := ray.New(ray.Options{Address: rs.URL})
-	require.NoError(t, err)
-	check := lifecycle.ReadyChecks(state.Clients{Plan: plan, Ray: rc}, eng, project)[1]
-	require.Equal(t, "ray", check.Name)
+	// Each case is a Ray whose raylets registered (a DEAD one: long since
+	// silent) as the rows say.
+	run := func(nodes ...ray.Node) (string, error) {
+		rs := raytest.NewModel(t, raymodel.Config{}, "")
+		rs.JoinNodes(nodes...)
+		rc, err := ray.New(ray.Options{Address: rs.URL})
+		require.NoError(t, err)
+		check := lifecycle.ReadyChecks(state.Clients{Plan: plan, Ray: rc}, eng, project)[1]
+		require.Equal(t, "ray", check.Name)
+		return check.Run(context.Background())
+	}
 
 	head := ray.Node{NodeID: "h", NodeIP: "172.20.0.2", IsHeadNode: true, State: "ALIVE"}
 	w0 := gpuNode("w0", "172.20.0.3", "ALIVE", nil)
-	rs.SetNodes([]ray.Node{head, w0, gpuNode("w1-old", "172.20.0.4", "DEAD", nil), gpuNode("w1-new", "172.20.0.4", "ALIVE", nil)})
-	detail, err := check.Run(context.Background())
+	detail, err := run(head, w0, gpuNode("w1-old", "172.20.0.4", "DEAD", nil), gpuNode("w1-new", "172.20.0.4", "ALIVE", nil))
 	require.NoError(t, err)
 	assert.Equal(t, "Ray 2.54.0: 1 head + 2 workers ALIVE, 2 GPUs", detail)
 
-	rs.SetNodes([]ray.Node{head, w0, gpuNode("w1-old", "172.20.0.4", "DEAD", nil)})
-	_, err = check.Run(context.Background())
+	_, err = run(head, w0, gpuNode("w1-old", "172.20.0.4", "DEAD", nil))
 	assert.EqualError(t, err, "the Ray 2.54.0 cluster sees 1 head(s), 1 of 2 workers, 1 of 2 GPUs alive")
 
 	// The old node not yet DEAD, the new one not registered yet: 2 ALIVE
 	// worker nodes, but worker 1's container has none.
-	rs.SetNodes([]ray.Node{head, w0, gpuNode("w1-old", "172.20.0.9", "ALIVE", nil)})
-	_, err = check.Run(context.Background())
+	_, err = run(head, w0, gpuNode("w1-old", "172.20.0.9", "ALIVE", nil))
 	assert.ErrorContains(t, err, "sees 1 head(s), 1 of 2 workers, 1 of 2 GPUs alive: Ray lists an ALIVE worker node at 172.20.0.9 (w1-old)")
 
 	// The old node not yet DEAD at another address: counted once, and the
 	// check waits for Ray to mark it, as verify's ray.nodes fails on it.
-	rs.SetNodes([]ray.Node{head, w0, gpuNode("w1-old", "172.20.0.9", "ALIVE", nil), gpuNode("w1-new", "172.20.0.4", "ALIVE", nil)})
-	_, err = check.Run(context.Background())
+	_, err = run(head, w0, gpuNode("w1-old", "172.20.0.9", "ALIVE", nil), gpuNode("w1-new", "172.20.0.4", "ALIVE", nil))
 	assert.ErrorContains(t, err, "sees 1 head(s), 2 of 2 workers, 2 of 2 GPUs alive: Ray lists an ALIVE worker node at 172.20.0.9 (w1-old)")
 }
 

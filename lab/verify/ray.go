@@ -69,7 +69,7 @@ func (e *env) rayToken() http.Header {
 }
 
 // workerNodes pairs the plan's worker containers with Ray's nodes
-// (lab.MatchWorkerNodes): a stopped worker's node that Ray still lists
+// (status.MatchWorkerNodes): a stopped worker's node that Ray still lists
 // ALIVE is its own, not a healthy worker.
 func (e *env) workerNodes(cs map[string]docker.ContainerDetails, nodes []ray.Node) (map[string]status.WorkerNode, []ray.Node) {
 	ws := map[string]status.WorkerContainer{}

@@ -213,7 +213,7 @@ func TestJupyterChecks(t *testing.T) {
 
 // On a lab that accepts joins, Ray's nodes are on the host network and
 // Jupyter reaches the head's dashboard at the host's address and pinned
-// port (lab.Plan.JupyterRayAddress); another port there, or ray-head (a name
+// port (plan.Plan.JupyterRayAddress); another port there, or ray-head (a name
 // Jupyter cannot resolve to a host-network head), fails.
 func TestJupyterRayAddressOnAHostNetworkLab(t *testing.T) {
 	hostLab := func(f *fixture, addr string) {

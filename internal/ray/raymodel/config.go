@@ -46,6 +46,11 @@ type Config struct {
 	// JobMonitorPeriod: JobManager.JOB_MONITOR_LOOP_PERIOD_S (1 s), the
 	// delay before a killed supervisor's job is marked FAILED.
 	JobMonitorPeriod time.Duration
+	// DriverOnWorkerNodes: a job whose entrypoint asks for no resources may
+	// run its driver on any node, placed by the hybrid policy, rather than
+	// pinned to the head (RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES=1;
+	// job_manager.py _get_scheduling_strategy returns "DEFAULT"). Off in Ray.
+	DriverOnWorkerNodes bool
 	// Now is the model's clock (time.Now when nil).
 	Now func() time.Time
 }

@@ -15,6 +15,7 @@ const (
 	EnvHealthCheckTimeout  = "RAY_health_check_timeout_ms"
 	EnvHealthCheckFailures = "RAY_health_check_failure_threshold"
 	EnvGCSReconnect        = "RAY_gcs_rpc_server_reconnect_timeout_s"
+	EnvDriverOnWorkers     = "RAY_JOB_ALLOW_DRIVER_ON_WORKER_NODES"
 	// EnvDeadAfter is the stand-in's older knob: how long a silent node
 	// stays ALIVE, spread over the failure threshold's checks.
 	EnvDeadAfter = "STANDIN_RAY_DEAD_AFTER"
@@ -36,6 +37,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	if n, err := strconv.Atoi(getenv(EnvHealthCheckFailures)); err == nil && n > 0 {
 		c.HealthCheckFailures = n
 	}
+	c.DriverOnWorkerNodes = getenv(EnvDriverOnWorkers) == "1"
 	if d, err := time.ParseDuration(getenv(EnvDeadAfter)); err == nil && d > 0 {
 		c.HealthCheckPeriod = d / time.Duration(c.HealthCheckFailures)
 	}

@@ -2,6 +2,7 @@ package raymodel
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mltrain/mltrain/internal/ray"
@@ -49,6 +50,7 @@ type Job struct {
 	ExitCode     *int
 	ActorID      string
 	actor        string
+	attached     *node     // the raylet the driver connected to (see attach)
 	killed       time.Time // the supervisor was killed; the monitor sees it one period later
 	sup          *Alloc
 	prog         Program
@@ -223,18 +225,26 @@ func (c *Cluster) stepJobs(now time.Time) {
 		case j.Status == ray.Pending && now.Sub(j.Start) > c.cfg.JobStartTimeout:
 			c.finish(j, ray.Failed, startTimeoutMessage(c.cfg.JobStartTimeout, len(entrypointResources(j.Request)) > 0), ErrStartTimeout, nil)
 		case j.actor == ActorPending:
-			c.place(j)
+			// A placed supervisor starts its driver at once.
+			if c.place(j); j.prog != nil {
+				c.stepDriver(j, now)
+			}
 		case j.sup != nil && j.sup.lost && since(now, c.silentSince(j.sup)) >= c.cfg.JobMonitorPeriod:
 			c.finish(j, ray.Failed, "Job supervisor actor died: the node "+j.sup.NodeIP+" running it stopped.", ErrActorDied, nil)
 		case j.prog != nil && (j.sup == nil || !j.sup.lost):
-			j.want = nil
-			if done, code := j.prog.Step(&Driver{c: c, j: j, Now: now}); done {
-				if code == 0 {
-					c.finish(j, ray.Succeeded, "Job finished successfully.", "", &code)
-				} else {
-					c.finish(j, ray.Failed, fmt.Sprintf("Job entrypoint command failed with exit code %d, last available logs (truncated to 20,000 chars):\n%s", code, tail(j.Logs, 20000)), ErrEntrypoint, &code)
-				}
-			}
+			c.stepDriver(j, now)
+		}
+	}
+}
+
+// stepDriver runs the job's program on to now; its exit ends the job.
+func (c *Cluster) stepDriver(j *Job, now time.Time) {
+	j.want = nil
+	if done, code := j.prog.Step(&Driver{c: c, j: j, Now: now}); done {
+		if code == 0 {
+			c.finish(j, ray.Succeeded, "Job finished successfully.", "", &code)
+		} else {
+			c.finish(j, ray.Failed, entrypointFailed(code, j.Logs), ErrEntrypoint, &code)
 		}
 	}
 }
@@ -247,13 +257,14 @@ func (c *Cluster) silentSince(a *Alloc) time.Time {
 }
 
 // place schedules the supervisor: on the head node when the entrypoint asks
-// for no resources (JobManager._get_label_selector), anywhere they fit
-// otherwise. Placed, it sets up the runtime env (the package must still be
-// in the GCS) and starts the driver: RUNNING.
+// for no resources (JobManager._get_label_selector) unless
+// DriverOnWorkerNodes, anywhere they fit otherwise. Placed, it sets up the
+// runtime env (the package must still be in the GCS) and starts the
+// driver: RUNNING.
 func (c *Cluster) place(j *Job) {
 	req := entrypointResources(j.Request)
 	var only func(*node) bool
-	if len(req) == 0 {
+	if len(req) == 0 && !c.cfg.DriverOnWorkerNodes {
 		only = func(n *node) bool { return n.Head }
 	}
 	a, ok := c.acquire(req, only)
@@ -261,6 +272,7 @@ func (c *Cluster) place(j *Job) {
 		return
 	}
 	j.sup, j.actor, j.DriverNodeID = a, ActorAlive, a.NodeID
+	j.attached = c.attach(a.NodeIP)
 	for _, name := range jobPackages(j.Request.RuntimeEnv) {
 		if p := c.pkgs[name]; p == nil || !p.stored {
 			c.finish(j, ray.Failed, fmt.Sprintf("runtime_env setup failed: Failed to set up runtime environment: the package gcs://%s does not exist in the GCS (it was deleted once no job referenced it and its pin expired)", name), ErrRuntimeEnv, nil)
@@ -298,6 +310,41 @@ func startTimeoutMessage(timeout time.Duration, resources bool) string {
 		msg += " This may be because the job entrypoint's specified resources (entrypoint_num_cpus, entrypoint_num_gpus, entrypoint_resources, entrypoint_memory)aren't available on the cluster. Try checking the cluster's available resources with `ray status` and specifying fewer resources for the job entrypoint."
 	}
 	return msg
+}
+
+// attach is the raylet a driver started at ip connects to: the first ALIVE
+// node at that address in the GCS's node list
+// (GlobalStateAccessor::GetNodeToConnectForDriver). The GCS lists nodes
+// from a hash map, in no set order: the model takes the lowest node id.
+// Where nodes share an address (the host network) that may be another
+// node than the driver's own.
+func (c *Cluster) attach(ip string) *node {
+	var best *node
+	for _, n := range c.node {
+		if n.IP == ip && n.state == "ALIVE" && (best == nil || n.ID < best.ID) {
+			best = n
+		}
+	}
+	return best
+}
+
+// entrypointFailed is the supervisor's message for a driver that exited
+// non-zero: the log's last 10 lines, at most 20,000 characters
+// (job_log_storage_client.py JobLogStorageClient.get_last_n_log_lines,
+// NUM_LOG_LINES_ON_ERROR and MAX_LOG_SIZE).
+func entrypointFailed(code int, logs string) string {
+	lines := strings.SplitAfter(logs, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	last := tail(strings.Join(lines, ""), 20000)
+	if last == "" {
+		return fmt.Sprintf("Job entrypoint command failed with exit code %d. No logs available.", code)
+	}
+	return fmt.Sprintf("Job entrypoint command failed with exit code %d, last available logs (truncated to 20,000 chars):\n%s", code, last)
 }
 
 func tail(s string, n int) string {

@@ -9,6 +9,24 @@ type Program interface {
 	Step(d *Driver) (done bool, code int)
 }
 
+// exitNow is an entrypoint that succeeds at once.
+type exitNow struct{}
+
+func (exitNow) Step(*Driver) (bool, int) { return true, 0 }
+
+// sleepRun is `sleep N`: it exits 0 once N has passed.
+type sleepRun struct {
+	d     time.Duration
+	until time.Time
+}
+
+func (s *sleepRun) Step(d *Driver) (bool, int) {
+	if s.until.IsZero() {
+		s.until = d.Now.Add(s.d)
+	}
+	return !d.Now.Before(s.until), 0
+}
+
 // Storage is where checkpoints go (the lab's MinIO, over S3 with the lab
 // user's keys, in the stand-in).
 type Storage interface {
@@ -38,6 +56,15 @@ func (d *Driver) NodeIP() string {
 		return ""
 	}
 	return d.j.sup.NodeIP
+}
+
+// AttachedNode is the node whose raylet the driver connected to: its own
+// node's, or, where nodes share its address, whichever Ray handed it.
+func (d *Driver) AttachedNode() (id, ip string) {
+	if d.j.attached == nil {
+		return "", ""
+	}
+	return d.j.attached.ID, d.j.attached.IP
 }
 
 // Acquire asks the scheduler for one task's or actor's resources; what

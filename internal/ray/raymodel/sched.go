@@ -152,9 +152,10 @@ func (c *Cluster) acquireGroup(bundles []Resources) ([]*Alloc, bool) {
 		if len(bundles) == 1 {
 			return []*Alloc{a}, true
 		}
+		n := a.node // release forgets it
 		c.release(a)
 		for _, b := range bundles {
-			got = append(got, c.take(a.node, b))
+			got = append(got, c.take(n, b))
 		}
 		return got, true
 	}

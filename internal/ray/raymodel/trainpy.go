@@ -28,6 +28,14 @@ type TrainPy struct {
 	// TrialEnd overrides how Tune trial i ends ("" leaves it to ASHA):
 	// EndScript at iteration n, or EndError.
 	TrialEnd func(trial int) (end string, at int)
+	// Unannounced plays a train.py older than the "driver" and
+	// "checkpoint" events: it trains and checkpoints alike, saying neither.
+	Unannounced bool
+	// ResumeFrom plays a train.py that resumes a restarted worker group from
+	// a checkpoint of its own choosing, not the one Ray Train hands it:
+	// given the epoch of Ray's (-1: none), it returns the epoch it says it
+	// resumed from (-1: from scratch). nil is train.py's own way: Ray's.
+	ResumeFrom func(handed int) int
 }
 
 // Tune trial ends, as train.py's tune result names them.
@@ -39,9 +47,13 @@ const (
 )
 
 // Program returns the program for a job whose entrypoint runs train.py;
-// other entrypoints get a program that succeeds at once.
+// `sleep N` sleeps N seconds; other entrypoints succeed at once.
 func (t TrainPy) Program(j *Job) Program {
 	a := parseArgs(j.Request.Entrypoint)
+	if f := strings.Fields(j.Request.Entrypoint); len(f) == 2 && f[0] == "sleep" {
+		n, _ := strconv.ParseFloat(f[1], 64)
+		return &sleepRun{d: time.Duration(n * float64(time.Second))}
+	}
 	if !strings.Contains(j.Request.Entrypoint, "train.py") {
 		return exitNow{}
 	}
@@ -59,10 +71,6 @@ func (t TrainPy) Program(j *Job) Program {
 	}
 	return &trainRun{t: t, a: a}
 }
-
-type exitNow struct{}
-
-func (exitNow) Step(*Driver) (bool, int) { return true, 0 }
 
 type args struct {
 	mode, run, storage           string
@@ -170,8 +178,9 @@ func (r *trainRun) Step(d *Driver) (bool, int) {
 			d.Log(event("", "worker", now, map[string]any{"mode": "plain", "rank": 0, "world_size": 1,
 				"node_ip": d.NodeIP(), "gpu": map[string]any{"name": "stand-in"}, "run": r.a.run}))
 			r.epochEnd = now.Add(r.t.Epoch)
-		} else {
-			d.Log(event("", "driver", now, map[string]any{"mode": r.a.mode, "run": r.a.run, "node_id": d.j.DriverNodeID, "node_ip": d.NodeIP()}))
+		} else if !r.t.Unannounced {
+			id, ip := d.AttachedNode()
+			d.Log(event("", "driver", now, map[string]any{"mode": r.a.mode, "run": r.a.run, "node_id": id, "node_ip": ip}))
 		}
 	}
 	if r.a.mode == "plain" {
@@ -241,11 +250,18 @@ func (r *trainRun) place(d *Driver) bool {
 			"node_ip": a.NodeIP, "node_id": a.NodeID, "gpu": map[string]any{"name": "stand-in"}, "run": r.a.run}))
 	}
 	r.epoch = 0
+	from := -1
 	if n := len(r.registered); n > 0 {
-		cp := r.registered[n-1]
-		d.Log(event(g[0].NodeIP, "resume", d.Now, map[string]any{"mode": "ray", "rank": 0, "checkpoint": r.path(cp.name),
-			"name": cp.name, "epoch": cp.epoch, "node_ip": g[0].NodeIP, "node_id": g[0].NodeID, "run": r.a.run}))
-		r.epoch = cp.epoch + 1
+		from = r.registered[n-1].epoch
+	}
+	if r.t.ResumeFrom != nil && r.failures > 0 {
+		from = r.t.ResumeFrom(from)
+	}
+	if from >= 0 {
+		name := checkpointName(from)
+		d.Log(event(g[0].NodeIP, "resume", d.Now, map[string]any{"mode": "ray", "rank": 0, "checkpoint": r.path(name),
+			"name": name, "epoch": from, "node_ip": g[0].NodeIP, "node_id": g[0].NodeID, "run": r.a.run}))
+		r.epoch = from + 1
 	}
 	r.epochEnd = d.Now.Add(r.t.Epoch)
 	return true
@@ -256,7 +272,7 @@ func (r *trainRun) place(d *Driver) bool {
 func (r *trainRun) endEpoch(d *Driver) {
 	at := r.epochEnd
 	d.Log(event(r.group[0].NodeIP, "epoch", at, map[string]any{"epoch": r.epoch, "run": r.a.run, "metrics": metrics(r.epoch)}))
-	cp := ckpt{epoch: r.epoch, name: fmt.Sprintf("checkpoint_epoch_%06d", r.epoch), at: at.Add(r.t.Register)}
+	cp := ckpt{epoch: r.epoch, name: checkpointName(r.epoch), at: at.Add(r.t.Register)}
 	if s := d.Storage(); s != nil {
 		meta := mustJSON(map[string]any{"epoch": r.epoch, "run": r.a.run})
 		if err := s.Put(r.a.bucket(), r.a.run+"/"+cp.name+"/checkpoint.ckpt", []byte("stand-in checkpoint\n")); err != nil {
@@ -275,8 +291,10 @@ func (r *trainRun) register(d *Driver) {
 	cp := *r.pending
 	r.pending = nil
 	r.registered = append(r.registered, cp)
-	d.Log(event(r.group[0].NodeIP, "checkpoint", cp.at, map[string]any{"mode": "ray", "run": r.a.run, "rank": 0,
-		"epoch": cp.epoch, "checkpoint": r.path(cp.name), "name": cp.name, "node_ip": r.group[0].NodeIP, "registered": true}))
+	if !r.t.Unannounced {
+		d.Log(event(r.group[0].NodeIP, "checkpoint", cp.at, map[string]any{"mode": "ray", "run": r.a.run, "rank": 0,
+			"epoch": cp.epoch, "checkpoint": r.path(cp.name), "name": cp.name, "node_ip": r.group[0].NodeIP, "registered": true}))
+	}
 	if r.a.keep <= 0 {
 		return
 	}
@@ -306,6 +324,8 @@ func (r *trainRun) fail(d *Driver, lost *Alloc) (bool, int) {
 	r.restartAt = d.Now.Add(r.t.Restart)
 	return false, 0
 }
+
+func checkpointName(epoch int) string { return fmt.Sprintf("checkpoint_epoch_%06d", epoch) }
 
 func (r *trainRun) path(name string) string {
 	return strings.TrimPrefix(r.a.storage, "s3://") + "/" + r.a.run + "/" + name

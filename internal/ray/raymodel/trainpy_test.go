@@ -169,6 +169,24 @@ func TestTwoTrainWorkersTakeBothGPUsAndAThirdWaitsAsAPlacementGroupDemand(t *tes
 	assert.Equal(t, 3.0, ds[0].Resources["GPU"])
 }
 
+func TestTwoTrainWorkersPackOnANodeWithTwoGPUs(t *testing.T) {
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	c := raymodel.New(raymodel.Config{Now: clk.now})
+	c.Join(raymodel.NodeSpec{IP: "10.0.0.2", Head: true, Total: raymodel.Resources{"CPU": 4}})
+	two := c.Join(raymodel.NodeSpec{IP: "10.0.0.3", Total: raymodel.Resources{"CPU": 32, "GPU": 2}})
+	c.Join(raymodel.NodeSpec{IP: "10.0.0.4", Total: raymodel.Resources{"CPU": 32, "GPU": 1}})
+	c.Run = raymodel.TrainPy{Epoch: time.Second}.Program
+	_, err := c.Submit("multi", ray.SubmitRequest{Entrypoint: "python train.py --mode ray --workers 2 --gpu-fraction 1 --epochs 1"})
+	require.NoError(t, err)
+	j := run(t, c, clk, "multi", nil)
+	require.Equal(t, ray.Succeeded, j.Status, j.Logs)
+	es, _ := events(j.Logs)
+	ws := of(es, "worker")
+	require.Len(t, ws, 2)
+	assert.Equal(t, two, ws[0]["node_id"], "PACK: the node that holds the whole group")
+	assert.Equal(t, two, ws[1]["node_id"])
+}
+
 func TestTuneTrialsEndByASHAByTheScriptAndByError(t *testing.T) {
 	c, clk, _, _ := trainLab(t, raymodel.TrainPy{Epoch: time.Second, TrialEnd: func(i int) (string, int) {
 		switch i {
@@ -194,4 +212,46 @@ func TestTuneTrialsEndByASHAByTheScriptAndByError(t *testing.T) {
 	assert.Positive(t, n[raymodel.EndMaxT], "the best ran to max_t")
 	assert.Equal(t, 8, n[raymodel.EndScript]+n[raymodel.EndError]+n[raymodel.EndScheduler]+n[raymodel.EndMaxT])
 	assert.Equal(t, false, res["ok"], "a trial errored")
+}
+
+func TestAnOlderTrainPySaysNeitherItsDriverNorItsCheckpoints(t *testing.T) {
+	c, clk, _, b := trainLab(t, raymodel.TrainPy{Epoch: time.Second, Unannounced: true})
+	_, err := c.Submit("old", ray.SubmitRequest{Entrypoint: "python train.py --mode ray --epochs 2 --run-name old"})
+	require.NoError(t, err)
+	j := run(t, c, clk, "old", nil)
+	require.Equal(t, ray.Succeeded, j.Status, j.Logs)
+	es, res := events(j.Logs)
+	assert.Empty(t, of(es, "driver"))
+	assert.Empty(t, of(es, "checkpoint"))
+	assert.Len(t, of(es, "epoch"), 2)
+	assert.True(t, b.has("ray/old/checkpoint_epoch_000001/checkpoint.ckpt"), "it checkpoints all the same")
+	assert.Equal(t, "ray/old/checkpoint_epoch_000001", res["checkpoint"])
+}
+
+func TestATrainPyMayResumeFromACheckpointOfItsOwnChoosing(t *testing.T) {
+	handed := -2
+	c, clk, _, _ := trainLab(t, raymodel.TrainPy{Epoch: time.Second, Restart: time.Second,
+		ResumeFrom: func(h int) int { handed = h; return 7 }})
+	_, err := c.Submit("w", ray.SubmitRequest{Entrypoint: "python train.py --mode ray --max-failures 2 --epochs 10 --run-name w"})
+	require.NoError(t, err)
+	stopped := false
+	j := run(t, c, clk, "w", func(j raymodel.Job) {
+		es, _ := events(j.Logs)
+		if cps := of(es, "checkpoint"); !stopped && len(cps) == 1 {
+			stopped = c.SilenceIP(of(es, "worker")[0]["node_ip"].(string))
+		}
+	})
+	require.Equal(t, ray.Succeeded, j.Status, j.Logs)
+	assert.Equal(t, 0, handed, "Ray handed it the checkpoint it had registered")
+	es, _ := events(j.Logs)
+	rs := of(es, "resume")
+	require.Len(t, rs, 1)
+	assert.Equal(t, "ray/w/checkpoint_epoch_000007", rs[0]["checkpoint"])
+	var after []float64
+	for _, e := range of(es, "epoch") {
+		if e["time"].(float64) >= rs[0]["time"].(float64) {
+			after = append(after, e["epoch"].(float64))
+		}
+	}
+	assert.Equal(t, []float64{8, 9}, after, "it trains on from the epoch it chose")
 }

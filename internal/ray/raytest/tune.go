@@ -1,6 +1,7 @@
 package raytest
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/mltrain/mltrain/internal/ray/raymodel"
@@ -25,7 +26,8 @@ type TuneTrial struct {
 // these trials under ASHA with max_t: every trial carries its end, and the
 // summary counts them (workspace/train.py, tune_counts). A trial's end must
 // fit its iterations, as Tune's record makes it: max_t ones ran max_t,
-// the others fewer.
+// the others fewer. A Script prints it where a test needs given ends
+// (raymodel.TrainPy runs ASHA itself).
 func TuneResult(maxT int, trials []TuneTrial) string {
 	rows, best := tuneRows(maxT, trials, true)
 	n := map[string]int{}
@@ -87,4 +89,12 @@ func tuneRows(maxT int, trials []TuneTrial, withEnd bool) ([]map[string]any, map
 		rows = append(rows, row)
 	}
 	return rows, best
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
