@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -55,7 +54,7 @@ const pollEvery = 150 * time.Millisecond
 // Acquire returns a *HeldError at once if noWait, else calls waiting once
 // with the holder and waits until the lock is free or ctx ends.
 func Acquire(ctx context.Context, path, what string, me Holder, noWait bool, waiting func(Holder)) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+	if err := prepareDir(path); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
 	f := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o666))
