@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultDir is one folder for every user of this host's engines: two
@@ -89,4 +91,76 @@ func ownerOf(fi fs.FileInfo) int {
 		return int(st.Uid)
 	}
 	return -1
+}
+
+// openFlags never follow a symbolic link at the lock's path (a planted one
+// would make this user create or lock any file it points to) and never
+// block opening a FIFO planted there.
+const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+
+// openLockFile opens the lock file at path, creating it if absent. An
+// existing file is opened without O_CREAT: Linux's protected_regular
+// refuses O_CREAT on another user's file in a sticky directory, and
+// another mltrain user's lock file is what a shared lock looks like.
+func openLockFile(path string) (*os.File, error) {
+	for range 3 {
+		f, err := os.OpenFile(path, os.O_RDWR|openFlags, 0)
+		if errors.Is(err, fs.ErrPermission) { // another user's lock, 0644: flock needs no write access
+			f, err = os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|openFlags, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				continue // made meanwhile: open that one
+			}
+			if err == nil {
+				// Readable by all, whatever the umask, so that other users
+				// can lock it too; writable by no one else.
+				err = f.Chmod(0o644)
+			}
+		}
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("lock file %s is a symbolic link, which mltrain never makes: another user could redirect the lock to any file; remove it (as its owner or root): %w",
+				path, ErrUnsafe)
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return nil, fmt.Errorf("open lock file %s: %w", path, err)
+		}
+		if err := checkLockFile(f, path); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("open lock file %s: it keeps appearing and vanishing: %w", path, ErrUnsafe)
+}
+
+// checkLockFile accepts a regular file that is this user's or looks like
+// another mltrain user's lock (empty, one link); anything else at a lock's
+// path was put there by someone else. It checks the open file, not the
+// path, so nothing can be swapped in between.
+func checkLockFile(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("lock file %s is not a regular file (%s), which mltrain never makes; remove it (as its owner or root): %w", path, fi.Mode().Type(), ErrUnsafe)
+	}
+	owner := ownerOf(fi)
+	if owner == os.Geteuid() {
+		return nil
+	}
+	links := uint64(1)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		links = uint64(st.Nlink)
+	}
+	if fi.Size() != 0 || links != 1 {
+		return fmt.Errorf("lock file %s belongs to uid %d and is not an mltrain lock (%d bytes, %d links; a lock is empty with one): remove it (as its owner or root): %w",
+			path, owner, fi.Size(), links, ErrUnsafe)
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package lock
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +98,112 @@ func TestASymlinkedSharedDirIsRefused(t *testing.T) {
 	requireUnsafe(t, err, dir)
 	entries, _ := os.ReadDir(elsewhere)
 	assert.Empty(t, entries, "nothing made where the link points")
+}
+
+func TestAPlantedSymlinkAtTheLockPathIsRefused(t *testing.T) {
+	sharedTemp(t)
+	victims := t.TempDir()
+	absent := filepath.Join(victims, "nologin")
+	precious := filepath.Join(victims, "precious")
+	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o600))
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(precious, past, past))
+
+	for _, target := range []string{absent, precious} {
+		path := File("", "lab", "e", filepath.Base(target))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o777))
+		require.NoError(t, os.Symlink(target, path))
+		_, err := acquire(path)
+		requireUnsafe(t, err, path)
+		assert.Contains(t, err.Error(), "symbolic link")
+	}
+	_, err := os.Lstat(absent)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the link's target was not created")
+	b, err := os.ReadFile(precious)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b))
+	fi, err := os.Stat(precious)
+	require.NoError(t, err)
+	assert.True(t, past.Equal(fi.ModTime()), "the link's target was not touched: %s", fi.ModTime())
+	assert.Equal(t, os.FileMode(0o600), fi.Mode())
+}
+
+func TestAnotherUsersFileThatIsNoLockIsRefused(t *testing.T) {
+	asRoot(t)
+	sharedTemp(t)
+	path := File("", "lab", "e", "p")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o777))
+	require.NoError(t, os.WriteFile(path, []byte("not a lock"), 0o644))
+	require.NoError(t, os.Chown(path, nobody, nobody))
+	_, err := acquire(path)
+	requireUnsafe(t, err, path)
+	assert.Contains(t, err.Error(), "uid 65534")
+	b, _ := os.ReadFile(path)
+	assert.Equal(t, "not a lock", string(b), "left as it was")
+
+	// A hard link to another file is no lock either, empty or not.
+	linked := File("", "lab", "e", "linked")
+	require.NoError(t, os.WriteFile(linked+".orig", nil, 0o644))
+	require.NoError(t, os.Link(linked+".orig", linked))
+	require.NoError(t, os.Chown(linked, nobody, nobody))
+	_, err = acquire(linked)
+	requireUnsafe(t, err, linked)
+}
+
+// Another user's lock (empty, made by their mltrain) is the shared lock:
+// this user takes it, and a second writer here is refused by it.
+func TestAnotherUsersLockFileIsShared(t *testing.T) {
+	asRoot(t)
+	sharedTemp(t)
+	path := File("", "lab", "e", "p")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o777))
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	require.NoError(t, os.Chown(path, nobody, nobody))
+	l, err := acquire(path)
+	require.NoError(t, err)
+	defer mustRelease(t, l)
+	_, err = acquire(path)
+	var held *HeldError
+	require.ErrorAs(t, err, &held)
+}
+
+func TestAFIFOAtTheLockPathIsRefusedWithoutHanging(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lab.lock")
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+	done := make(chan error, 1)
+	go func() { _, err := acquire(path); done <- err }()
+	select {
+	case err := <-done:
+		requireUnsafe(t, err, path)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Acquire hung opening a FIFO")
+	}
+}
+
+func TestANewLockFileIsReadableByAllWritableByItsOwner(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "lab.lock")
+	l, err := acquire(path)
+	require.NoError(t, err)
+	defer mustRelease(t, l)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode(), "others can open it to lock; none can write it")
+}
+
+// A holder note planted as a symbolic link is not read through.
+func TestAPlantedHolderNoteLinkIsNotFollowed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lab.lock")
+	first, err := acquire(path)
+	require.NoError(t, err)
+	defer mustRelease(t, first)
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{"pid":4242,"command":"secret"}`), 0o600))
+	require.NoError(t, os.Remove(holderPath(path)))
+	require.NoError(t, os.Symlink(secret, holderPath(path)))
+	_, err = acquire(path)
+	var held *HeldError
+	require.ErrorAs(t, err, &held)
+	assert.Zero(t, held.Holder, "named as another mltrain command, not from the linked file")
 }
