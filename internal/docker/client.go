@@ -16,8 +16,12 @@ func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 // IsConflict reports whether err says the object exists already or is in use.
 func IsConflict(err error) bool { return cerrdefs.IsConflict(err) }
 
-// ErrNotFound is returned by fakes; IsNotFound recognises it.
-var ErrNotFound = cerrdefs.ErrNotFound
+// ErrNotFound and ErrConflict are what fakes wrap; IsNotFound and
+// IsConflict (and errors.Is) recognise them as they do the engine's errors.
+var (
+	ErrNotFound = cerrdefs.ErrNotFound
+	ErrConflict = cerrdefs.ErrConflict
+)
 
 // SDK is the Engine backed by the moby client.
 type SDK struct {

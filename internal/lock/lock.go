@@ -1,7 +1,8 @@
 // Package lock makes one writer of a lab or a dataset volume: an advisory
-// file lock (flock, through gofrs/flock: it ends with the process, so a
-// killed command never leaves a lock behind) plus a note of who holds it, so
-// a second writer can say whom it waits for.
+// file lock (flock: it ends with the process, so a killed command never
+// leaves a lock behind) plus a note of who holds it, so a second writer can
+// say whom it waits for. Locks live in a directory shared by the host's
+// users (file.go): no other user can redirect them or plant what they open.
 package lock
 
 import (
@@ -9,11 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/mltrain/mltrain/internal/atomicfile"
 )
@@ -44,7 +45,7 @@ func (e *HeldError) Error() string {
 
 // Lock is a held lock; Release lets the next writer in.
 type Lock struct {
-	f      *flock.Flock
+	f      *os.File // holds the flock while open
 	holder string
 }
 
@@ -55,12 +56,16 @@ const pollEvery = 150 * time.Millisecond
 // Acquire returns a *HeldError at once if noWait, else calls waiting once
 // with the holder and waits until the lock is free or ctx ends.
 func Acquire(ctx context.Context, path, what string, me Holder, noWait bool, waiting func(Holder)) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+	if err := prepareDir(path); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", what, err)
 	}
-	f := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o666))
-	ok, err := f.TryLock()
+	f, err := openLockFile(path)
 	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", what, err)
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("lock %s (%s): %w", what, path, err)
 	}
 	var h Holder
@@ -69,15 +74,14 @@ func Acquire(ctx context.Context, path, what string, me Holder, noWait bool, wai
 	}
 	if !ok {
 		if noWait {
+			f.Close()
 			return nil, &HeldError{What: what, Holder: h}
 		}
 		if waiting != nil {
 			waiting(h)
 		}
-		if ok, err = f.TryLockContext(ctx, pollEvery); err != nil || !ok {
-			if err == nil {
-				err = ctx.Err()
-			}
+		if err := waitLock(ctx, f); err != nil {
+			f.Close()
 			return nil, fmt.Errorf("wait for %s to release %s: %w", h, what, err)
 		}
 	}
@@ -101,9 +105,33 @@ func (l *Lock) Release() error {
 		return nil
 	}
 	_ = os.Remove(l.holder)
-	err := l.f.Unlock()
+	err := errors.Join(unix.Flock(int(l.f.Fd()), unix.LOCK_UN), l.f.Close())
 	l.f = nil
 	return err
+}
+
+// tryLock takes the flock on f if it is free.
+func tryLock(f *os.File) (bool, error) {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// waitLock polls for the flock on f until it is free or ctx ends; polling
+// rather than a blocking flock lets ctx end the wait.
+func waitLock(ctx context.Context, f *os.File) error {
+	for {
+		if ok, err := tryLock(f); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
 }
 
 func holderPath(path string) string { return path + ".holder" }
@@ -116,26 +144,32 @@ const noteGrace = time.Second
 // holderOf reads the note of the lock's holder, waiting up to noteGrace for
 // one that has just taken it; got says the lock came free meanwhile and
 // is now held by f.
-func holderOf(ctx context.Context, f *flock.Flock, path string) (h Holder, got bool) {
+func holderOf(ctx context.Context, f *os.File, path string) (h Holder, got bool) {
 	for end := time.Now().Add(noteGrace); ; {
 		if h = readHolder(path); h.PID != 0 || time.Now().After(end) || ctx.Err() != nil {
 			return h, false
 		}
 		time.Sleep(pollEvery / 3)
-		if ok, err := f.TryLock(); err == nil && ok {
+		if ok, err := tryLock(f); err == nil && ok {
 			return Holder{}, true
 		}
 	}
 }
 
 // readHolder reads the note of the current holder; a missing or partial
-// note gives the zero Holder ("another mltrain command").
+// note gives the zero Holder ("another mltrain command"). A symbolic link
+// planted as the note is not followed: it could show this user's files.
 func readHolder(path string) Holder {
 	var h Holder
-	b, err := os.ReadFile(holderPath(path))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	f, err := os.OpenFile(holderPath(path), os.O_RDONLY|openFlags, 0)
+	if err != nil {
 		return h
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return h
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 4096))
 	_ = json.Unmarshal(b, &h)
 	return h
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -173,19 +175,38 @@ func (f *Engine) NetworkList(_ context.Context, name string, labels map[string]s
 	var out []docker.Network
 	for n, l := range f.Networks {
 		if (name == "" || n == name) && matches(l, labels) {
-			out = append(out, docker.Network{ID: n, Name: n, Labels: l})
+			out = append(out, docker.Network{ID: n, Name: n, Labels: l, Containers: f.attached(n)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
+// NetworkRemove refuses a network with running containers on it, as the
+// engine does (their endpoints are "active"); a stopped one is no obstacle.
 func (f *Engine) NetworkRemove(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("network-remove", name)
+	if _, ok := f.Networks[name]; ok && len(f.attached(name)) > 0 {
+		return fmt.Errorf("remove network %s: error while removing network: network %s has active endpoints (%s)",
+			name, name, strings.Join(f.attached(name), ", "))
+	}
 	delete(f.Networks, name)
 	return nil
+}
+
+// attached names the running containers on network name, sorted: only a
+// running container has an endpoint there; call with f.mu held.
+func (f *Engine) attached(name string) []string {
+	var out []string
+	for _, c := range f.Containers {
+		if _, on := c.Networks[name]; on && c.Running {
+			out = append(out, c.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (f *Engine) VolumeEnsure(_ context.Context, name string, labels map[string]string) (bool, error) {
@@ -195,8 +216,17 @@ func (f *Engine) VolumeEnsure(_ context.Context, name string, labels map[string]
 		return false, nil
 	}
 	f.call("volume-create", name)
-	f.Volumes[name] = docker.Volume{Name: name, Labels: labels}
+	f.Volumes[name] = f.newVolume(name, labels)
 	return true, nil
+}
+
+// newVolume is a volume of the engine's local driver, as it reports one.
+func (f *Engine) newVolume(name string, labels map[string]string) docker.Volume {
+	return docker.Volume{
+		Name: name, Labels: labels, Driver: "local",
+		Mountpoint: path.Join(f.InfoValue.DockerRootDir, "volumes", name, "_data"),
+		CreatedAt:  time.Now().UTC().Format(time.RFC3339),
+	}
 }
 
 func (f *Engine) VolumeInspect(_ context.Context, name string) (docker.Volume, error) {
@@ -221,10 +251,25 @@ func (f *Engine) VolumeList(_ context.Context, labels map[string]string) ([]dock
 	return out, nil
 }
 
+// VolumeRemove refuses a volume any container mounts, running or not, with
+// the engine's conflict.
 func (f *Engine) VolumeRemove(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("volume-remove", name)
+	if _, ok := f.Volumes[name]; !ok {
+		return nil
+	}
+	var users []string
+	for _, c := range f.Containers {
+		if slices.Contains(volumesOf(c.HostConfig), name) {
+			users = append(users, c.ID)
+		}
+	}
+	if len(users) > 0 {
+		sort.Strings(users)
+		return fmt.Errorf("remove volume %s: volume is in use - [%s]: %w", name, strings.Join(users, ", "), docker.ErrConflict)
+	}
 	delete(f.Volumes, name)
 	return nil
 }

@@ -14,10 +14,12 @@ import (
 func TestFakeLifecycle(t *testing.T) {
 	ctx := context.Background()
 	f := New()
-	id, err := f.ContainerCreate(ctx, docker.ContainerSpec{Name: "ray-head", Config: &container.Config{Image: "x", Labels: map[string]string{"p": "lab"}}})
+	f.Images["x"] = docker.Image{ID: "sha256:x"}
+	spec := docker.ContainerSpec{Name: "ray-head", Config: &container.Config{Image: "x", Labels: map[string]string{"p": "lab"}}}
+	id, err := f.ContainerCreate(ctx, spec)
 	require.NoError(t, err)
-	_, err = f.ContainerCreate(ctx, docker.ContainerSpec{Name: "ray-head"})
-	assert.Error(t, err, "name in use")
+	_, err = f.ContainerCreate(ctx, spec)
+	assert.True(t, docker.IsConflict(err), "name in use: %v", err)
 	require.NoError(t, f.ContainerStart(ctx, id))
 	d, err := f.ContainerInspect(ctx, "ray-head")
 	require.NoError(t, err)
@@ -31,3 +33,6 @@ func TestFakeLifecycle(t *testing.T) {
 	assert.True(t, docker.IsNotFound(err))
 	assert.Equal(t, []string{"ray-head"}, f.CallsOf("start"))
 }
+
+// The rest of the fake's behaviour is held to the real engine's by
+// TestEngineContract in package docker.

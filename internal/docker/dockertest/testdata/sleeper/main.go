@@ -27,9 +27,11 @@ func main() {
 			os.Exit(0)
 		}
 	}
-	fmt.Println("sleeper up")
+	// Catch SIGTERM before saying "up": as PID 1 the sleeper would ignore
+	// it until then, and a stop right after start would end in SIGKILL.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	fmt.Println("sleeper up")
 	if d, err := time.ParseDuration(os.Getenv("EXIT_AFTER")); err == nil {
 		code, _ := strconv.Atoi(os.Getenv("EXIT_CODE"))
 		select {
