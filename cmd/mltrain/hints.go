@@ -9,11 +9,12 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // lab writes the command lines of next steps on this command's lab.
 func (a *app) lab() nextstep.Commands {
-	return nextstep.Commands{Project: a.project, StateDir: a.stateDir}
+	return nextstep.Commands{Lab: state.Lab{Project: a.project, StateDir: a.stateDir}}
 }
 
 // rerunWith names a command's placeholders for its arguments in the next

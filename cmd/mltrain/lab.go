@@ -56,7 +56,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 			if name == labAll {
 				needEngine = slices.ContainsFunc(exercise.Exercises(), func(e exercise.Exercise) bool { return e.NeedsEngine })
 			}
-			env, err := exercise.Connect(a.lab(), a.StateDir(), a.project, c)
+			env, err := exercise.Connect(a.lab(), c)
 			if err != nil {
 				return err
 			}

@@ -205,12 +205,7 @@ func report(w io.Writer, err error) int {
 }
 
 // StateDir is the lab's state directory (not created here).
-func (a *app) StateDir() state.Dir {
-	if a.stateDir != "" {
-		return state.Dir(a.stateDir)
-	}
-	return state.DefaultDir(a.project)
-}
+func (a *app) StateDir() state.Dir { return a.lab().Dir() }
 
 // reporter picks how progress is shown: JSON events with --json, a live view
 // on a terminal, otherwise one line per step. Call the returned func when done.

@@ -12,6 +12,7 @@ import (
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/nextstep"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/render"
 	"github.com/mltrain/mltrain/lab/service"
@@ -59,7 +60,7 @@ func TestAServiceAddedToTheTableShowsEverywhere(t *testing.T) {
 	st := state.State{Project: p.Project, Plan: p, URLs: plan.MakeURLs(p), Probes: plan.ProbeAddrs(p)}
 	require.NoError(t, dir.SaveState(st))
 	eng := fake.New()
-	s, err := status.Get(context.Background(), eng, dir, p.Project)
+	s, err := status.Get(context.Background(), eng, nextstep.CommandsFor(p.Project, dir))
 	require.NoError(t, err)
 	assert.Contains(t, s.Missing, "tensorboard")
 	rep := verify.Run(context.Background(), verify.Deps{State: st, StateDir: dir, Engine: eng}, verify.Options{Only: []string{verify.GroupContainers}})

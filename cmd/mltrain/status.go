@@ -27,7 +27,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 				return err
 			}
 			defer eng.Close()
-			st, err := status.Get(cmd.Context(), eng, a.StateDir(), a.project)
+			st, err := status.Get(cmd.Context(), eng, a.lab())
 			if err != nil {
 				return err
 			}

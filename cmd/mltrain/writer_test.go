@@ -17,6 +17,7 @@ import (
 	"github.com/mltrain/mltrain/internal/lock"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // While another command holds the lab, a writer given --no-wait touches
@@ -45,7 +46,7 @@ func TestAWriterWithNoWaitLeavesTheHoldersLabAlone(t *testing.T) {
 		var held *lock.HeldError
 		require.ErrorAs(t, err, &held, "%v", c.args)
 		assert.Equal(t, fmt.Sprintf("another `mltrain up` (pid %d) holds lab %s", os.Getpid(), project), err.Error())
-		assert.Equal(t, "wait for it to finish, then run '"+nextstep.Commands{Project: project}.Line(c.rerun...)+"' (without --no-wait it waits by itself)", clierr.Hint(err))
+		assert.Equal(t, "wait for it to finish, then run '"+nextstep.Commands{Lab: state.Lab{Project: project}}.Line(c.rerun...)+"' (without --no-wait it waits by itself)", clierr.Hint(err))
 		assert.Equal(t, clierr.ExitFailure, clierr.Code(err))
 	}
 	assert.Contains(t, eng.Networks, project+"_default", "the lab's network is kept")

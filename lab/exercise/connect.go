@@ -24,17 +24,18 @@ type Sources struct {
 	Getenv func(string) string
 }
 
-// Connect is the exercises' Env for the lab of dir: its clients are built
+// Connect is the exercises' Env for the lab cmds names: its clients are built
 // once (state.Dir.Connect) and a flag or variable replaces only the client
 // it names. A lab in CPU rehearsal runs its jobs with
 // MLTRAIN_ACCELERATOR=cpu: the driver runs on the head and must train on
 // the CPU too (gloo, not NCCL). The engine is the caller's to add.
-func Connect(cmds nextstep.Commands, dir state.Dir, project string, src Sources) (Env, error) {
+func Connect(cmds nextstep.Commands, src Sources) (Env, error) {
+	dir := cmds.Dir()
 	getenv := src.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	env := Env{Project: project, StateDir: dir, Workspace: src.Workspace, Commands: cmds}
+	env := Env{Project: cmds.Project, StateDir: dir, Workspace: src.Workspace, Commands: cmds}
 	var lc state.Clients
 	if _, err := os.Stat(dir.File(state.StateFile)); err == nil {
 		// The lab is here: its credentials must be too (never minted anew).

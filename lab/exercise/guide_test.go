@@ -8,6 +8,7 @@ import (
 
 	"github.com/mltrain/mltrain/lab/exercise"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func TestGuideAndText(t *testing.T) {
@@ -19,7 +20,7 @@ func TestGuideAndText(t *testing.T) {
 		"while it trains: mltrain worker stop N; afterwards: mltrain worker start N\n")
 
 	// Another lab's guide names commands that act on that lab.
-	other := exercise.Guide(nextstep.Commands{Project: "lab2", StateDir: "/srv/my labs/2"}, "")
+	other := exercise.Guide(nextstep.Commands{Lab: state.Lab{Project: "lab2", StateDir: "/srv/my labs/2"}}, "")
 	const flags = `mltrain --project lab2 --state-dir "/srv/my labs/2" `
 	for _, n := range exercise.Names() {
 		assert.Contains(t, other, "("+flags+"lab "+n+")")

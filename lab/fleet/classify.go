@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -114,5 +115,5 @@ func tail(s string, n int) string {
 // line is the command line of words on the lab the hosts are asked about,
 // as each host's own verify runs.
 func (o Options) line(words ...string) string {
-	return nextstep.Commands{Project: o.Project, StateDir: o.StateDir}.Line(words...)
+	return nextstep.Commands{Lab: state.Lab{Project: o.Project, StateDir: o.StateDir}}.Line(words...)
 }

@@ -136,7 +136,7 @@ func checkHeadReachable(ctx context.Context, b plan.JoinBundle, nodeIP, again st
 		c, err := (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, "tcp", t.addr)
 		if err != nil {
 			return clierr.WithHint(fmt.Errorf("this host cannot reach %s at %s: %w", t.what, t.addr, err),
-				firewallHint(b, nodeIP, "check the first host's lab is up ('"+nextstep.Commands{Project: b.Lab}.Line("status")+"' there) and that", again))
+				firewallHint(b, nodeIP, "check the first host's lab is up ('"+nextstep.Commands{Lab: state.Lab{Project: b.Lab}}.Line("status")+"' there) and that", again))
 		}
 		c.Close()
 	}
@@ -215,7 +215,7 @@ func checkHostPortsFree(ctx context.Context, eng docker.Engine, project string, 
 		for _, port := range n.ports {
 			if ports.Free(p.NodeIP, port) != nil {
 				return clierr.Hintf(fmt.Sprintf("find it with 'sudo ss -ltnp sport = :%d' and stop it, or have the lab use other ports: '%s' on the first host (and a new join-token)",
-					port, nextstep.Commands{Project: project}.Line("up", "--allow-join", "--ray-port-base", "N")),
+					port, nextstep.Commands{Lab: state.Lab{Project: project}}.Line("up", "--allow-join", "--ray-port-base", "N")),
 					"port %d on %s, which %s's Ray node needs, is taken", port, p.NodeIP, n.name)
 			}
 		}

@@ -11,13 +11,14 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // join's hints name join's own re-run, on the user's lab: never "mltrain up",
 // which on a second host would make a lab of its own.
 func TestJoinHintsNameJoinsRerun(t *testing.T) {
 	const again = "mltrain --project fakejoin --state-dir /srv/j join BUNDLE --workers 1"
-	cmds := nextstep.Commands{Project: "fakejoin", StateDir: "/srv/j", Ran: []string{"join", "BUNDLE", "--workers", "1"}}
+	cmds := nextstep.Commands{Lab: state.Lab{Project: "fakejoin", StateDir: "/srv/j"}, Ran: []string{"join", "BUNDLE", "--workers", "1"}}
 
 	// A head this host cannot reach: the firewall hint ends with join again.
 	j := newFakeJoin(t)

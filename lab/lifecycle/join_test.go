@@ -20,6 +20,7 @@ import (
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/nextstep"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
 	"github.com/mltrain/mltrain/lab/state"
@@ -151,13 +152,13 @@ func TestJoinASecondHost(t *testing.T) {
 
 	// The first host lists the second host's worker; the second host lists
 	// its own worker and the lab it joined.
-	st, err := status.Get(ctx, th.eng, th.first.StateDir, th.first.Lab.Project)
+	st, err := status.Get(ctx, th.eng, nextstep.CommandsFor(th.first.Lab.Project, th.first.StateDir))
 	require.NoError(t, err)
 	require.Len(t, st.Remote, 1, "%+v", st)
 	assert.Equal(t, th.host2.IP, st.Remote[0].Host)
 	assert.Equal(t, "ALIVE", st.Remote[0].State)
 	assert.Equal(t, "ray-worker-0", st.Remote[0].Service)
-	st2, err := status.Get(ctx, th.eng, o.StateDir, project)
+	st2, err := status.Get(ctx, th.eng, nextstep.CommandsFor(project, o.StateDir))
 	require.NoError(t, err)
 	require.NotNil(t, st2.Joined)
 	assert.Equal(t, th.first.Lab.Project, st2.Joined.Lab)
@@ -198,7 +199,7 @@ func TestJoinASecondHost(t *testing.T) {
 	assert.Len(t, removed, 1)
 	assert.Len(t, th.containers(t, th.first.Lab.Project), 5+2, "the first host's lab is untouched")
 	require.Eventually(t, func() bool {
-		st, err := status.Get(ctx, th.eng, th.first.StateDir, th.first.Lab.Project)
+		st, err := status.Get(ctx, th.eng, nextstep.CommandsFor(th.first.Lab.Project, th.first.StateDir))
 		return err == nil && len(st.Remote) == 1 && st.Remote[0].State == "DEAD" &&
 			strings.Contains(strings.Join(st.Notes, "\n"), fmt.Sprintf("host %s: Ray lists its nodes DEAD", th.host2.IP))
 	}, 40*time.Second, time.Second)

@@ -25,7 +25,7 @@ func TestLostCredentialsRefusalNamesTheUsersLab(t *testing.T) {
 	err := refuseLostCredentials(context.Background(), eng, dir, "lab2")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "lab2_minio-data")
-	c := nextstep.Commands{Project: "lab2", StateDir: dir.Path()}
+	c := nextstep.Commands{Lab: state.Lab{Project: "lab2", StateDir: dir.Path()}}
 	line := "mltrain --project lab2 --state-dir " + dir.Path()
 	assert.Equal(t, "restore "+dir.File(state.CredentialsFile)+" from a backup and run '"+line+" up' again, or start over with new credentials: '"+
 		line+" down --volumes' (removes MinIO's checkpoints and Grafana's data), then '"+line+" up'", c.Hint(err))

@@ -1,3 +1,7 @@
+// Package lifecycle is where the lab is brought up and changed: up and join
+// (one pipeline of named steps, one rollback), down, starting and stopping
+// workers, logs, render without starting, the lab's lock (one writer), and
+// the readiness checks that prove a lab ready.
 package lifecycle
 
 import (

@@ -24,6 +24,7 @@ import (
 	"github.com/mltrain/mltrain/internal/store/storetest"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/lifecycle"
+	"github.com/mltrain/mltrain/lab/nextstep"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/state"
 	"github.com/mltrain/mltrain/lab/status"
@@ -160,7 +161,7 @@ func TestUpAndJoinRollBackAFailedFirstRunAndKeepThePlan(t *testing.T) {
 		st, err := c.dir.State()
 		require.NoError(t, err, name)
 		assert.True(t, st.UpAt.IsZero(), "%s: the plan is recorded, not marked ready", name)
-		st2, err := status.Get(t.Context(), c.eng, c.dir, c.project)
+		st2, err := status.Get(t.Context(), c.eng, nextstep.CommandsFor(c.project, c.dir))
 		require.NoError(t, err, name)
 		assert.Equal(t, state.StateFile, st2.PlanSource, name)
 		assert.Equal(t, c.missing, st2.Missing, name)

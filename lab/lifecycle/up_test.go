@@ -148,14 +148,14 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.Equal(t, first["ray-head"], now["ray-head"])
 
 	// status from labels and Ray; worker stop/start shows in Ray's view.
-	st0, err := status.Get(ctx, s.eng, state.Dir(s.stateDir), s.project)
+	st0, err := status.Get(ctx, s.eng, nextstep.CommandsFor(s.project, state.Dir(s.stateDir)))
 	require.NoError(t, err)
 	require.Len(t, st0.Services, 7)
 	// The replaced worker's old node stays listed (DEAD), as in Ray, once
 	// the head's health checks gave up on it.
 	bound := 2*rayDeadAfter + 20*time.Second // the delay, heartbeats, a busy host
 	require.Eventually(t, func() bool {
-		st, err := status.Get(ctx, s.eng, state.Dir(s.stateDir), s.project)
+		st, err := status.Get(ctx, s.eng, nextstep.CommandsFor(s.project, state.Dir(s.stateDir)))
 		return err == nil && strings.HasPrefix(st.Ray, "3 of") && workerRayState(st, 1) == "ALIVE"
 	}, bound, 500*time.Millisecond)
 	name, err := lifecycle.StopWorker(ctx, s.eng, s.project, 1)
@@ -164,7 +164,7 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	assert.Equal(t, s.project+"-ray-worker-1", name)
 	// Right after the stop Ray still lists the node ALIVE: status says the
 	// container is down and that Ray has not noticed yet, never "3 of 3" alone.
-	st0, err = status.Get(ctx, s.eng, state.Dir(s.stateDir), s.project)
+	st0, err = status.Get(ctx, s.eng, nextstep.CommandsFor(s.project, state.Dir(s.stateDir)))
 	require.NoError(t, err)
 	t.Logf("status right after the stop: %s; notes: %q", st0.Ray, st0.Notes)
 	// The last heartbeat came at most 1 s before the stop.
@@ -181,13 +181,13 @@ func TestUpStatusWorkerDown(t *testing.T) {
 	// Next acts on this lab: its state directory is not the project's default.
 	assert.Contains(t, st0.Next, "mltrain --project "+s.project+" --state-dir "+nextstep.ShellWord(s.stateDir)+" worker start 1")
 	require.Eventually(t, func() bool {
-		st, err := status.Get(ctx, s.eng, state.Dir(s.stateDir), s.project)
+		st, err := status.Get(ctx, s.eng, nextstep.CommandsFor(s.project, state.Dir(s.stateDir)))
 		return err == nil && workerState(st, 1) == "exited" && strings.HasPrefix(st.Ray, "2 of") && workerRayState(st, 1) != "ALIVE"
 	}, bound, 500*time.Millisecond, "Ray sees the stopped worker DEAD after its health checks give up")
 	_, err = lifecycle.StartWorker(ctx, s.eng, s.project, 1)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		st, err := status.Get(ctx, s.eng, state.Dir(s.stateDir), s.project)
+		st, err := status.Get(ctx, s.eng, nextstep.CommandsFor(s.project, state.Dir(s.stateDir)))
 		return err == nil && workerState(st, 1) == "running" && strings.HasPrefix(st.Ray, "3 of")
 	}, bound, 500*time.Millisecond)
 	_, err = lifecycle.StopWorker(ctx, s.eng, s.project, 7)

@@ -1,3 +1,7 @@
+// Package nextstep writes the command lines a next step names: for the lab
+// the user means (its --project and --state-dir) and the command they ran,
+// with every flag they gave. Layers below name commands as words
+// (clierr.Next) or return typed errors; only this one writes them.
 package nextstep
 
 import (
@@ -19,11 +23,9 @@ import (
 // and the command the user ran: compose/ and internal/ say what went wrong,
 // and only this layer knows what to type about it.
 type Commands struct {
-	// Project and StateDir are the lab's --project and --state-dir as the
-	// user's command carried them; the default project and an empty
-	// StateDir add no flag.
-	Project  string
-	StateDir string
+	// Lab is the lab's --project and --state-dir as the user's command
+	// carried them; the default project and an empty StateDir add no flag.
+	state.Lab
 	// Ran is the user's command after "mltrain" without the lab's flags,
 	// as it would be typed again: {"join", "BUNDLE", "--workers", "2"}.
 	// Empty reads as {"up"}.
@@ -33,7 +35,7 @@ type Commands struct {
 // CommandsFor writes command lines for the lab of project kept in dir:
 // --state-dir is named only where dir is not the project's default.
 func CommandsFor(project string, dir state.Dir) Commands {
-	c := Commands{Project: project}
+	c := Commands{Lab: state.Lab{Project: project}}
 	if dir != "" && dir != state.DefaultDir(project) {
 		c.StateDir = dir.Path()
 	}

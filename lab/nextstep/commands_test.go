@@ -19,16 +19,16 @@ import (
 
 func TestCommandsLineCarriesTheLabsFlags(t *testing.T) {
 	assert.Equal(t, "mltrain status", Commands{}.Line("status"))
-	assert.Equal(t, "mltrain status", Commands{Project: service.DefaultProject}.Line("status"), "the default lab needs no flag")
-	assert.Equal(t, "mltrain status", Commands{Project: "Bad Name"}.Line("status"), "an invalid --project is not carried")
+	assert.Equal(t, "mltrain status", Commands{Lab: state.Lab{Project: service.DefaultProject}}.Line("status"), "the default lab needs no flag")
+	assert.Equal(t, "mltrain status", Commands{Lab: state.Lab{Project: "Bad Name"}}.Line("status"), "an invalid --project is not carried")
 	assert.Equal(t, `mltrain --project lab2 --state-dir "/srv/my labs/2" logs minio`,
-		Commands{Project: "lab2", StateDir: "/srv/my labs/2"}.Line("logs", "minio"), "a path with a space is quoted")
+		Commands{Lab: state.Lab{Project: "lab2", StateDir: "/srv/my labs/2"}}.Line("logs", "minio"), "a path with a space is quoted")
 	assert.Equal(t, "mltrain up", Commands{}.Again(), "no command read: up")
 	assert.Equal(t, "mltrain join BUNDLE --timeout 20m --workers 2",
 		Commands{Ran: []string{"join", "BUNDLE", "--timeout", "5m", "--workers", "2"}}.AgainWith("--timeout", "20m"), "the flag's value is replaced")
 	assert.Equal(t, "mltrain up --timeout 20m", Commands{}.AgainWith("--timeout", "20m"))
 	assert.Equal(t, "mltrain --project lab2 join BUNDLE --workers 2",
-		Commands{Project: "lab2", Ran: []string{"join", "BUNDLE", "--workers", "2"}}.Again())
+		Commands{Lab: state.Lab{Project: "lab2"}, Ran: []string{"join", "BUNDLE", "--workers", "2"}}.Again())
 }
 
 func TestCommandsForNameTheStateDirOnlyWhereItIsNotTheDefault(t *testing.T) {
@@ -40,8 +40,8 @@ func TestCommandsForNameTheStateDirOnlyWhereItIsNotTheDefault(t *testing.T) {
 // A failure below lab/ names what went wrong; the next step names the
 // command the user ran, on the user's lab.
 func TestHintNamesTheCommandTheUserRan(t *testing.T) {
-	join := Commands{Project: "lab2", Ran: []string{"join", "BUNDLE"}}
-	up := Commands{Project: "lab2", Ran: []string{"up"}}
+	join := Commands{Lab: state.Lab{Project: "lab2"}, Ran: []string{"join", "BUNDLE"}}
+	up := Commands{Lab: state.Lab{Project: "lab2"}, Ran: []string{"up"}}
 	cf := fmt.Errorf("wait: %w", &compose.ContainerFailure{Container: "lab2-ray-worker-1", Reason: "exited with code 1"})
 	assert.Equal(t, "see 'docker logs lab2-ray-worker-1' and 'docker inspect lab2-ray-worker-1', fix the cause, "+
 		"then run 'mltrain --project lab2 join BUNDLE' again (or 'mltrain --project lab2 status')", join.Hint(cf))
@@ -60,7 +60,7 @@ func TestHintNamesTheCommandTheUserRan(t *testing.T) {
 }
 
 func TestHintOfEveryKindBelowLab(t *testing.T) {
-	c := Commands{Project: "lab2", Ran: []string{"up"}}
+	c := Commands{Lab: state.Lab{Project: "lab2"}, Ran: []string{"up"}}
 	for err, want := range map[error]string{
 		clierr.Mark(errors.New("x"), compose.ErrNotRendered):             "run 'mltrain --project lab2 render' (or 'mltrain --project lab2 up') to write it",
 		clierr.Mark(errors.New("x"), compose.ErrNoGPURuntime):            "run 'mltrain --project lab2 doctor' (NVIDIA:",

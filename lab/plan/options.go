@@ -1,19 +1,10 @@
-// Package lab is the lab as a whole: the options a user chooses, the plan
-// computed from them and the host's facts, and the state directory with the
-// lab's credentials.
-//
-// Its files are named for what they hold, a prefix per job:
-//   - options.go, plan*.go: what the user asks for and the plan made of it
-//     with the host's facts (GPUs, resources, images, Ray ports, a joining
-//     host's plan, --gpus-from reports, the GPU driver check);
-//   - render_*.go: the plan as a Compose project and the files written
-//     beside it (healthchecks, the host network);
-//   - state*.go: the state directory, state.json, credentials, the clients
-//     of a running lab; join_bundle.go is what a second host needs of it;
-//   - pipeline*.go: the steps up and join share; up.go, join_run.go,
-//     down.go, logs.go, status.go (with raynodes.go), workers.go: one file
-//     per lifecycle command;
-//   - nextstep.go: Commands, the one writer of the command lines hints name.
+// Package plan is where the lab's plan is made: the options a user
+// chooses (validated on their own), and the plan computed from them and the
+// host's facts: GPUs given to workers, sizing, images, ports, Ray's ports
+// when the nodes span hosts, a joining host's plan, and the GPU driver
+// check. It is pure: everything comes from the facts, the options and the
+// credentials, so 'mltrain render' can plan for a host you are not on. The
+// values the plan carries (credentials, the join bundle, URLs) are here too.
 package plan
 
 import (

@@ -1,4 +1,6 @@
-// Rendering the plan into a Compose project (compose-go v2 types).
+// Package render turns the plan into a Compose project (compose-go v2
+// types) and writes it with the files beside it (Prometheus, Grafana, the
+// workspace).
 //
 // Choices: service names are the course's (ray-head,
 // ray-worker-0.., minio, prometheus, grafana, jupyter); container names are

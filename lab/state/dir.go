@@ -1,3 +1,7 @@
+// Package state is where the lab is written and read back: the state
+// directory (~/.mltrain/<project>), state.json (the plan of the lab up or
+// join brought up), credentials.json, the exercise records, and the clients
+// of a running lab built from them.
 package state
 
 import (

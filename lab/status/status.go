@@ -1,3 +1,6 @@
+// Package status reads a running lab back: its containers by their labels,
+// the plan state.json records, and Ray's view of its nodes, and says where
+// they disagree and what to run.
 package status
 
 import (
@@ -82,8 +85,9 @@ type RemoteNode struct {
 // GetStatus rebuilds the lab's state from container labels, compares it with
 // the services planned, then asks Ray which nodes are alive (best effort: a
 // down Ray is reported, not an error).
-func Get(ctx context.Context, eng docker.Engine, stateDir state.Dir, project string) (Status, error) {
-	st := Status{Project: project, commands: nextstep.CommandsFor(project, stateDir)}
+func Get(ctx context.Context, eng docker.Engine, lab nextstep.Commands) (Status, error) {
+	project, stateDir := lab.Project, lab.Dir()
+	st := Status{Project: project, commands: lab}
 	workers, err := st.readContainers(ctx, eng, project)
 	if err != nil {
 		return st, err

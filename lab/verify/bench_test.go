@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mltrain/mltrain/lab/exercise"
+	"github.com/mltrain/mltrain/lab/nextstep"
 	labstatus "github.com/mltrain/mltrain/lab/status"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkVerifyStandinLab(b *testing.B) {
 			Run(ctx, d, Options{Only: []string{g}})
 		}
 		t2 := time.Now()
-		if _, err := labstatus.Get(ctx, s.eng, s.stateDir, s.project); err != nil {
+		if _, err := labstatus.Get(ctx, s.eng, nextstep.CommandsFor(s.project, s.stateDir)); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // The fix column and the verdict name commands that act on the lab verified:
@@ -17,7 +18,7 @@ import (
 // write and in those that errors from below lab/ get.
 func TestFixesNameTheVerifiedLab(t *testing.T) {
 	const flags = `mltrain --project lab2 --state-dir "/srv/my labs/2" `
-	o := Options{Timeout: 5 * time.Second, Commands: nextstep.Commands{Project: "lab2", StateDir: "/srv/my labs/2"}}
+	o := Options{Timeout: 5 * time.Second, Commands: nextstep.Commands{Lab: state.Lab{Project: "lab2", StateDir: "/srv/my labs/2"}}}
 
 	f := newFixture(t)
 	stopWorker1(f)
