@@ -1,4 +1,4 @@
-// Package testlab builds the images that let tests run a whole lab on an
+// Package labtest builds the images that let tests run a whole lab on an
 // engine with no registry: FROM-scratch stand-ins for Ray, Grafana,
 // Prometheus and Jupyter (testdata/standin), and a REAL MinIO server compiled
 // from its Go module (cached, since it takes minutes). Test support only.
