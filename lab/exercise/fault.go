@@ -83,7 +83,7 @@ func faultArgs(r *runner) []string {
 	if epochs == 0 && r.o.Quick {
 		epochs = 10 // enough quick epochs to stop the worker mid-run
 	}
-	args := []string{"--mode", "ray", "--workers", "1", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus(8)), "--max-failures", "2"}
+	args := []string{"--mode", "ray", "--workers", "1", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus()), "--max-failures", "2"}
 	if r.o.Quick {
 		args = append(args, "--quick")
 	}

@@ -53,7 +53,13 @@ func (rec Record) Text() string {
 			verdict = "FAILED"
 		}
 	}
+	if c := rec.Conditions(); len(c) > 0 {
+		verdict += " (" + strings.Join(c, ", ") + ")"
+	}
 	fmt.Fprintf(&b, "%s: %s\n", rec.Exercise, verdict)
+	if s := rec.Sizing; s != nil && s.Why != "" {
+		fmt.Fprintf(&b, "  sizing: %s\n", s.Why)
+	}
 	if rec.Expected != "" {
 		fmt.Fprintf(&b, "  expected: %s\n", rec.Expected)
 	}
