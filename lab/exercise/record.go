@@ -164,7 +164,7 @@ type FaultObs struct {
 	ResumedFromReported bool `json:"resumed_from_reported"`
 	ResumedFromLatest   bool `json:"resumed_from_latest"`
 	// CheckpointInMinIO: MinIO listed the resumed checkpoint at the stop or
-	// when training resumed. Checkpoints is MinIO's listing at the end of
+	// at a poll until training resumed. Checkpoints is MinIO's listing at the end of
 	// the job, after retention (train.py keeps the newest 2 by default), so
 	// it need not hold the resumed one.
 	CheckpointInMinIO bool     `json:"checkpoint_in_minio"`

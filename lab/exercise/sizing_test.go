@@ -3,6 +3,7 @@ package exercise
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,4 +99,10 @@ func TestCPUsFlagThatFitsNoWorkerIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fractional needs 2 of its jobs on one worker at once")
 	assert.Contains(t, clierr.Hint(err), "use --cpus 0.5")
+}
+
+func TestSummaryCountsAndSaysTheConditions(t *testing.T) {
+	recs := []Record{{Exercise: "submit", OK: true, Quick: true}, {Exercise: "multi", OK: false}, {Exercise: "tune", OK: true}}
+	assert.Equal(t, "2 of 6 passed in 1m5s (under conditions: quick)", Summary(recs, 65*time.Second+300*time.Millisecond))
+	assert.Equal(t, "1 of 6 passed in 2s", Summary(recs[2:], 2*time.Second))
 }
