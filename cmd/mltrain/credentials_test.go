@@ -61,7 +61,7 @@ func secrets(c plan.Credentials) []string {
 // holds them; 'mltrain credentials' shows them again.
 func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
 	c := plan.GenerateCredentials()
-	res := lifecycle.Result{Plan: plan.Plan{Project: "ncaudit", Mode: plan.ModeCPU}, Credentials: c, CredentialsCreated: true,
+	res := lifecycle.Result{Plan: plan.Plan{Project: "ncaudit", Mode: plan.ModeCPU, DataVolume: "food11"}, Credentials: c, CredentialsCreated: true,
 		StateDir: state.Dir("/srv/labs/ncaudit"),
 		URLs:     plan.URLs{"ray_dashboard": "http://h:8265", "jupyter": "http://h:8888/lab", "grafana": "http://h:3000", "minio_console": "http://h:9001"}}
 
@@ -74,7 +74,7 @@ func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "http://h:8888/lab?token="+c.JupyterToken)
 	assert.Contains(t, out.String(), "'mltrain --project ncaudit credentials' shows them again")
-	assert.Contains(t, out.String(), "Next: 'mltrain --project ncaudit data food11' (if not done), then 'mltrain --project ncaudit lab guide'.")
+	assert.Contains(t, out.String(), "Next: 'mltrain --project ncaudit data food11' (the dataset volume food11 is empty), then 'mltrain --project ncaudit lab guide'.")
 
 	out.Reset()
 	res.CredentialsCreated = false
@@ -84,6 +84,18 @@ func TestUpPrintsCredentialsOnlyWhenItCreatedThem(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "Credentials: 'mltrain --project ncaudit credentials' (kept in /srv/labs/ncaudit/credentials.json, mode 0600)")
 	assert.Contains(t, out.String(), "http://h:8888/lab\n", "the URLs without the token")
+
+	// The up that first completes the lab shows them, whoever made them
+	// (the up that did may have failed); a loaded dataset is not a next step.
+	out.Reset()
+	res.FirstReady, res.HasData = true, true
+	a.printUp(res)
+	for _, s := range secrets(c) {
+		assert.Contains(t, out.String(), s, "the first up to complete the lab prints them")
+	}
+	assert.Contains(t, out.String(), "Next: 'mltrain --project ncaudit lab guide'.\n")
+	assert.NotContains(t, out.String(), "data food11")
+	res.FirstReady = false
 
 	res.CredentialsCreated = true
 	b, err := json.Marshal(res)

@@ -79,9 +79,14 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 				defer l.Release()
 			}
 			if name == labAll {
+				start := time.Now()
 				recs, err := exercise.All(cmd.Context(), env, o)
 				done()
-				return a.printRecords(recs, err)
+				if err := a.printRecords(recs, err); err != nil || a.json {
+					return err
+				}
+				fmt.Fprintf(a.out, "\n%s\n", exercise.Summary(recs, time.Since(start)))
+				return nil
 			}
 			rec, err := exercise.Run(cmd.Context(), env, name, o)
 			done()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 // labFlags are the lab's options as flags, shared by render and up so both
@@ -69,4 +70,25 @@ func (f *labFlags) options(project string) (plan.Options, error) {
 		return plan.Options{}, err
 	}
 	return o, nil
+}
+
+// choices are the lab's choices for this command: the lab's recorded ones
+// in dir (its last up's), with what this command line names over them, and
+// what that changes, in words. A lab with none recorded takes the flags as
+// they are.
+func (f *labFlags) choices(project string, fl *pflag.FlagSet, dir state.Dir) (plan.Choices, []string, error) {
+	o, err := f.options(project)
+	if err != nil {
+		return plan.Choices{}, nil, err
+	}
+	c := plan.Choices{Options: o, HostIP: f.hostIP, NodeIP: f.nodeIP}
+	prev, ok := dir.Choices()
+	if !ok {
+		return c, nil, nil
+	}
+	c = c.Over(prev, fl.Changed)
+	if err := c.Options.Validate(); err != nil {
+		return plan.Choices{}, nil, err
+	}
+	return c, c.Changes(prev), nil
 }

@@ -38,24 +38,27 @@ Credentials are generated once and kept in the output directory (0600).`,
 	fl.StringVar(&out, "out", "", "directory to write to (default: the state dir)")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		opts, err := lf.options(a.project)
-		if err != nil {
-			return err
-		}
-		facts, err := plan.FactsFrom{GPUsFrom: gpusFrom, CPUs: cpus, Memory: memory, RenderGID: renderGID, VideoGID: videoGID,
-			HostIP: lf.hostIP, NodeIP: lf.nodeIP}.Facts(cmd.Context())
-		if err != nil {
-			return err
-		}
 		dir := a.StateDir()
 		if out != "" {
 			dir = state.Dir(out)
 		}
-		rendered, p, err := lifecycle.Render(cmd.Context(), dir, facts, opts)
+		ch, changes, err := lf.choices(a.project, cmd.Flags(), dir)
+		if err != nil {
+			return err
+		}
+		facts, err := plan.FactsFrom{GPUsFrom: gpusFrom, CPUs: cpus, Memory: memory, RenderGID: renderGID, VideoGID: videoGID,
+			HostIP: ch.HostIP, NodeIP: ch.NodeIP}.Facts(cmd.Context())
+		if err != nil {
+			return err
+		}
+		rendered, p, err := lifecycle.Render(cmd.Context(), dir, facts, ch.Options)
 		if err != nil {
 			return err
 		}
 		rep, done := a.reporter()
+		for _, c := range changes {
+			progress.Note(rep, "changed: "+c)
+		}
 		for _, w := range p.Warnings {
 			progress.Warning(rep, w)
 		}

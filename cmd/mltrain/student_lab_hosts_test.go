@@ -27,6 +27,12 @@ import (
 // own, labtest.NewSecondHost) joins one worker, and every exercise runs on
 // the cluster they make: multi's two training workers land one per host,
 // fault stops the first host's worker and Train resumes on the second's.
+// courseCPUs give the nodes the logical CPUs the course's jobs ask for (8
+// per job or Train worker, 4 per fractional job or trial): Ray's counts are
+// logical, so a small CI host can advertise them. The one-host student
+// test runs at the host's own sizing; this one at the course's.
+var courseCPUs = []string{"--head-cpus", "4", "--worker-cpus", "32"}
+
 func TestStudentLabOverTwoHosts(t *testing.T) {
 	eng := dockertest.Engine(t)
 	nodeIP := labtest.NodeIP(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/state"
@@ -47,7 +48,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	addNoWait(fl, &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		opts, err := lf.options(a.project)
+		ch, changes, err := lf.choices(a.project, cmd.Flags(), a.StateDir())
 		if err != nil {
 			return err
 		}
@@ -64,14 +65,17 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			return err
 		}
 		defer w.release()
+		for _, c := range changes {
+			progress.Note(w.rep, "changed: "+c)
+		}
 		res, err := lifecycle.Up(ctx, lifecycle.UpDeps{
 			Engine: w.eng, Reporter: w.rep,
 			Detect: func(ctx context.Context) (host.Facts, error) {
-				return host.Detect(ctx, host.Options{HostIP: lf.hostIP, NodeIP: lf.nodeIP})
+				return host.Detect(ctx, host.Options{HostIP: ch.HostIP, NodeIP: ch.NodeIP})
 			},
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
 		}, lifecycle.UpOptions{
-			StateDir: a.StateDir(), Lab: opts, Images: images.Options{Pull: policy, Rebuild: rebuild},
+			StateDir: a.StateDir(), Lab: ch.Options, HostIP: ch.HostIP, NodeIP: ch.NodeIP, Images: images.Options{Pull: policy, Rebuild: rebuild},
 			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil),
 		})
 		w.progressDone()
@@ -88,8 +92,9 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 }
 
 // printUp says the lab is ready and where. The credentials are printed by
-// the up that created them; later ups name 'mltrain credentials' instead,
-// so a re-run's output (often pasted into chats and tickets) holds no secret.
+// the up that first completes the lab; later ups name 'mltrain
+// credentials' instead, so a re-run's output (often pasted into chats and
+// tickets) holds no secret. The next steps are the ones still to do.
 func (a *app) printUp(r lifecycle.Result) {
 	var b strings.Builder
 	p, c := r.Plan, a.lab()
@@ -100,8 +105,8 @@ func (a *app) printUp(r lifecycle.Result) {
 	fmt.Fprint(&b, ").\n\n")
 	writeURLs(&b, r.URLs)
 	file := r.StateDir.File(state.CredentialsFile)
-	if r.CredentialsCreated {
-		fmt.Fprintf(&b, "\nThe lab's new credentials, shown once here ('%s' shows them again):\n", c.Line("credentials"))
+	if r.CredentialsCreated || r.FirstReady {
+		fmt.Fprintf(&b, "\nThe lab's credentials, shown by the up that first completes it ('%s' shows them again):\n", c.Line("credentials"))
 		writeCredentials(&b, r.URLs, r.Credentials)
 		fmt.Fprintf(&b, "They are kept in %s (mode 0600).\n", file)
 	} else {
@@ -111,6 +116,14 @@ func (a *app) printUp(r lifecycle.Result) {
 		fmt.Fprintf(&b, "\nOther hosts may join: '%s' prints the line to run there. Ray's nodes talk on many ports both ways:\n"+
 			"allow all TCP between this host (%s) and each joining host, and nothing else from outside.\n", c.Line("join-token"), p.NodeIP)
 	}
-	fmt.Fprintf(&b, "Next: '%s' (if not done), then '%s'.\n", c.Line("data", "food11"), c.Line("lab", "guide"))
+	if r.HasData {
+		fmt.Fprintf(&b, "Next: '%s'.\n", c.Line("lab", "guide"))
+	} else {
+		data := []string{"data", "food11"}
+		if p.DataVolume != plan.DefaultDataVolume {
+			data = append(data, "--volume", p.DataVolume)
+		}
+		fmt.Fprintf(&b, "Next: '%s' (the dataset volume %s is empty), then '%s'.\n", c.Line(data...), p.DataVolume, c.Line("lab", "guide"))
+	}
 	fmt.Fprint(a.out, b.String())
 }

@@ -39,7 +39,7 @@ func TestUpInATerminal(t *testing.T) {
 	}
 	flags := "--project " + s.project + " --state-dir " + s.stateDir
 	assert.Contains(t, screen, "'mltrain "+flags+" credentials' shows them again")
-	assert.Contains(t, screen, "Next: 'mltrain "+flags+" data food11' (if not done), then 'mltrain "+flags+" lab guide'.")
+	assert.Contains(t, screen, "Next: 'mltrain "+flags+" data food11 --volume "+s.opts.DataVolume+"' (the dataset volume "+s.opts.DataVolume+" is empty), then 'mltrain "+flags+" lab guide'.")
 
 	// Read-only state dir: the reading commands work and write nothing.
 	before := snapshot(t, s.stateDir)

@@ -42,7 +42,7 @@ func Connect(cmds nextstep.Commands, src Sources) (Env, error) {
 		if lc, err = dir.Connect(); err != nil {
 			return Env{}, err
 		}
-		env.Ray, env.Store, env.NodeIP = lc.Ray, lc.Store, lc.Plan.NodeIP
+		env.Ray, env.Store, env.NodeIP, env.Mode = lc.Ray, lc.Store, lc.Plan.NodeIP, lc.Plan.Mode
 		if lc.Plan.Mode == plan.ModeCPU {
 			env.JobEnv = map[string]string{"MLTRAIN_ACCELERATOR": plan.AccelCPU}
 		}

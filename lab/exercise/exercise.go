@@ -17,6 +17,7 @@ import (
 	"github.com/mltrain/mltrain/internal/ray"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab/nextstep"
+	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/state"
 )
 
@@ -38,6 +39,8 @@ type Env struct {
 	// Commands writes the command lines hints name, for the lab the user
 	// chose (its --project and --state-dir).
 	Commands nextstep.Commands
+	// Mode is the lab's (CPU rehearsal, shared GPU), when its plan is known.
+	Mode plan.Mode
 }
 
 // Options are the exercise flags.
@@ -104,7 +107,8 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 	if env.Bucket == "" {
 		env.Bucket = store.DefaultBucket
 	}
-	r := &runner{env: env, o: o.withDefaults(), ex: ex, rec: Record{Exercise: name, Quick: o.Quick, RayAddress: env.Ray.Address()}}
+	r := &runner{env: env, o: o.withDefaults(), ex: ex, rec: Record{Exercise: name, Quick: o.Quick, FakeData: o.FakeData,
+		Rehearsal: env.Mode == plan.ModeCPU, SharedGPU: env.Mode == plan.ModeShared, RayAddress: env.Ray.Address()}}
 	r.rec.Expected = ex.Expected
 	r.rec.Started = env.Now()
 	step := "lab " + name

@@ -111,16 +111,21 @@ func TestSubmitSucceeds(t *testing.T) {
 	assert.NotEmpty(t, rec.Look)
 	assert.Contains(t, rec.Look[0], f.ray.URL+"/#/jobs/"+rec.Jobs[0].SubmissionID)
 
-	// What reached Ray: the workspace uploaded once, pinned again right
-	// before the job (as 'ray job submit' does), then the job with the
-	// course's resources and train.py's flags.
+	// What reached Ray: the nodes (to fit the requests to the workers),
+	// the workspace uploaded once, pinned again right before the job (as
+	// 'ray job submit' does), then the job with the course's resources
+	// (the lab's workers hold them) and train.py's flags.
 	calls := f.ray.Calls()
-	require.GreaterOrEqual(t, len(calls), 5)
+	require.GreaterOrEqual(t, len(calls), 6)
 	assert.Equal(t, "GET /api/version", calls[0])
-	assert.True(t, strings.HasPrefix(calls[1], "GET /api/packages/gcs/_ray_pkg_"), calls[1])
-	assert.True(t, strings.HasPrefix(calls[2], "PUT /api/packages/gcs/_ray_pkg_"), calls[2])
-	assert.True(t, strings.HasPrefix(calls[3], "GET /api/packages/gcs/_ray_pkg_"), "the pin before the submission: %s", calls[3])
-	assert.Equal(t, "POST /api/jobs/", calls[4])
+	assert.True(t, strings.HasPrefix(calls[1], "GET /api/v0/nodes"), calls[1])
+	assert.True(t, strings.HasPrefix(calls[2], "GET /api/packages/gcs/_ray_pkg_"), calls[2])
+	assert.True(t, strings.HasPrefix(calls[3], "PUT /api/packages/gcs/_ray_pkg_"), calls[3])
+	assert.True(t, strings.HasPrefix(calls[4], "GET /api/packages/gcs/_ray_pkg_"), "the pin before the submission: %s", calls[4])
+	assert.Equal(t, "POST /api/jobs/", calls[5])
+	require.NotNil(t, rec.Sizing)
+	assert.Equal(t, exercise.Sizing{Course: 8, Asked: 8, NodeCPUs: rec.Sizing.NodeCPUs}, *rec.Sizing)
+	assert.Equal(t, []string{"quick"}, rec.Conditions(), "the course's sizing on a GPU lab: only --quick is a condition")
 	job, ok := f.ray.Job(rec.Jobs[0].SubmissionID)
 	require.True(t, ok)
 	assert.Equal(t, 1.0, job.Request.EntrypointNumGPUs)

@@ -3,6 +3,7 @@ package exercise
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -21,8 +22,11 @@ type faultRun struct {
 	i      int // the job's index in the record
 	obs    *FaultObs
 	bucket string
-	prefix string          // the run's key prefix in the bucket
-	atStop map[string]bool // MinIO's listing when the worker was stopped
+	prefix string // the run's key prefix in the bucket
+	// inMinIO are the checkpoints MinIO listed at the stop or at any poll
+	// until the resume was seen: retention may delete the resumed one soon
+	// after the restarted worker has read it.
+	inMinIO map[string]bool
 }
 
 func runFault(ctx context.Context, r *runner) error {
@@ -83,7 +87,7 @@ func faultArgs(r *runner) []string {
 	if epochs == 0 && r.o.Quick {
 		epochs = 10 // enough quick epochs to stop the worker mid-run
 	}
-	args := []string{"--mode", "ray", "--workers", "1", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus(8)), "--max-failures", "2"}
+	args := []string{"--mode", "ray", "--workers", "1", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus()), "--max-failures", "2"}
 	if r.o.Quick {
 		args = append(args, "--quick")
 	}
@@ -164,7 +168,7 @@ func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		f.atStop = listed
+		f.inMinIO = listed
 		return listed[f.obs.LatestAtStop], nil
 	})
 	if err != nil {
@@ -217,6 +221,9 @@ func (f *faultRun) awaitResume(ctx context.Context, stopped string) (Event, []Ev
 	rctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	err := r.poll(rctx, f.i, func(events []Event) (bool, error) {
+		if listed, err := f.listed(rctx); err == nil { // best effort: observeResume lists once more and fails on an error
+			maps.Copy(f.inMinIO, listed)
+		}
 		for _, e := range EventsOf(events, "resume") {
 			if !e.At().Before(f.obs.StoppedAt.Add(-2 * time.Second)) {
 				resume, seen, seenAt = e, events, r.env.Now()

@@ -100,7 +100,7 @@ func (f *faultRun) observeResume(ctx context.Context, resume Event, events []Eve
 	if err != nil {
 		return err
 	}
-	obs.CheckpointInMinIO = listed[obs.ResumedFrom] || f.atStop[obs.ResumedFrom]
+	obs.CheckpointInMinIO = listed[obs.ResumedFrom] || f.inMinIO[obs.ResumedFrom]
 	r.say("resumed on %s from %s after %.0fs", resume.NodeIP, obs.ResumedFrom, obs.RecoverySeconds)
 
 	// The epoch train.py gave each checkpoint is in the log, not the record.

@@ -51,7 +51,7 @@ func sharedNode(iv []interval) string {
 }
 
 func runFractional(ctx context.Context, r *runner) error {
-	args := r.trainArgs("--mode", "ray", "--workers", "1", "--gpu-fraction", "0.5", "--cpus-per-worker", fmt.Sprint(r.cpus(4)))
+	args := r.trainArgs("--mode", "ray", "--workers", "1", "--gpu-fraction", "0.5", "--cpus-per-worker", fmt.Sprint(r.cpus()))
 	obs := &FractionalObs{JobsByNode: map[string][]string{}}
 	r.rec.Fractional = obs
 	r.say("first one job alone, for the baseline")

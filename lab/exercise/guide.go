@@ -2,7 +2,9 @@ package exercise
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mltrain/mltrain/lab/nextstep"
 )
@@ -53,7 +55,13 @@ func (rec Record) Text() string {
 			verdict = "FAILED"
 		}
 	}
+	if c := rec.Conditions(); len(c) > 0 {
+		verdict += " (" + strings.Join(c, ", ") + ")"
+	}
 	fmt.Fprintf(&b, "%s: %s\n", rec.Exercise, verdict)
+	if s := rec.Sizing; s != nil && s.Why != "" {
+		fmt.Fprintf(&b, "  sizing: %s\n", s.Why)
+	}
 	if rec.Expected != "" {
 		fmt.Fprintf(&b, "  expected: %s\n", rec.Expected)
 	}
@@ -86,4 +94,27 @@ func count(n int) string {
 		return words[n]
 	}
 	return fmt.Sprint(n)
+}
+
+// Summary is lab all's last line: "6 of 6 passed in 4m12s", with the
+// conditions the passes were earned under.
+func Summary(recs []Record, took time.Duration) string {
+	ok := 0
+	var conds []string
+	for _, r := range recs {
+		if !r.OK {
+			continue
+		}
+		ok++
+		for _, c := range r.Conditions() {
+			if !slices.Contains(conds, c) {
+				conds = append(conds, c)
+			}
+		}
+	}
+	s := fmt.Sprintf("%d of %d passed in %s", ok, len(Names()), took.Round(time.Second))
+	if len(conds) > 0 {
+		s += " (under conditions: " + strings.Join(conds, ", ") + ")"
+	}
+	return s
 }

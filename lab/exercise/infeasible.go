@@ -14,14 +14,14 @@ func runInfeasible(ctx context.Context, r *runner) error {
 		return err
 	}
 	maxGPU, _ := ray.MaxGPUsPerNode(nodes)
-	obs := &InfeasibleObs{MaxGPUsPerNode: maxGPU, Nodes: nodes, Requested: map[string]float64{"GPU": 2, "CPU": r.cpus(8)}}
+	obs := &InfeasibleObs{MaxGPUsPerNode: maxGPU, Nodes: nodes, Requested: map[string]float64{"GPU": 2, "CPU": r.cpus()}}
 	for _, n := range nodes {
 		if n.Alive() {
 			obs.AliveNodes++
 		}
 	}
 	r.rec.Infeasible = obs
-	i, err := r.submit(ctx, jobSpec{args: r.trainArgs("--mode", "plain"), gpus: 2, cpus: r.cpus(8)})
+	i, err := r.submit(ctx, jobSpec{args: r.trainArgs("--mode", "plain"), gpus: 2, cpus: r.cpus()})
 	if err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func judgeFault(rec Record) []string {
 			obs.ResumedFrom, obs.LatestAtStop, obs.StoppedContainer))
 	}
 	if !obs.CheckpointInMinIO {
-		p = append(p, fmt.Sprintf("training resumed from %s, which MinIO listed neither at the stop nor when training resumed (run %s)", obs.ResumedFrom, obs.Run))
+		p = append(p, fmt.Sprintf("training resumed from %s, which MinIO never listed from the stop until training resumed (run %s)", obs.ResumedFrom, obs.Run))
 	}
 	if resumedOnTheStoppedNode(*obs) {
 		p = append(p, fmt.Sprintf("training resumed on the stopped node %s", obs.TrainingNodeIP))

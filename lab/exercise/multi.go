@@ -6,7 +6,7 @@ import (
 )
 
 func runMulti(ctx context.Context, r *runner) error {
-	args := r.trainArgs("--mode", "ray", "--workers", "2", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus(8)))
+	args := r.trainArgs("--mode", "ray", "--workers", "2", "--gpu-fraction", "1", "--cpus-per-worker", fmt.Sprint(r.cpus()))
 	i, err := r.runJob(ctx, args, "/#/cluster")
 	if err != nil {
 		return err

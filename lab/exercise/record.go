@@ -55,20 +55,26 @@ func (j JobRun) trainingNodes() []string {
 
 // Record is what an exercise observed; `mltrain verify` reads it back.
 type Record struct {
-	Exercise   string    `json:"exercise"`
-	OK         bool      `json:"ok"`
-	Expected   string    `json:"expected"`
-	Observed   string    `json:"observed"`
-	Look       []string  `json:"look"`
-	Numbers    []Number  `json:"numbers,omitempty"`
-	Jobs       []JobRun  `json:"jobs,omitempty"`
-	Problems   []string  `json:"problems,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	RayAddress string    `json:"ray_address"`
-	RayVersion string    `json:"ray_version,omitempty"`
-	Quick      bool      `json:"quick"`
-	Started    time.Time `json:"started"`
-	Finished   time.Time `json:"finished"`
+	Exercise   string   `json:"exercise"`
+	OK         bool     `json:"ok"`
+	Expected   string   `json:"expected"`
+	Observed   string   `json:"observed"`
+	Look       []string `json:"look"`
+	Numbers    []Number `json:"numbers,omitempty"`
+	Jobs       []JobRun `json:"jobs,omitempty"`
+	Problems   []string `json:"problems,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	RayAddress string   `json:"ray_address"`
+	RayVersion string   `json:"ray_version,omitempty"`
+	Quick      bool     `json:"quick"`
+	// How it ran, beside Quick: random images, the CPU requests fitted to
+	// the lab, a CPU rehearsal lab, workers sharing a GPU (Conditions).
+	FakeData  bool      `json:"fake_data,omitempty"`
+	Sizing    *Sizing   `json:"sizing,omitempty"`
+	Rehearsal bool      `json:"cpu_rehearsal,omitempty"`
+	SharedGPU bool      `json:"shared_gpu,omitempty"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
 
 	Infeasible *InfeasibleObs `json:"infeasible,omitempty"`
 	Fractional *FractionalObs `json:"fractional,omitempty"`
@@ -158,7 +164,7 @@ type FaultObs struct {
 	ResumedFromReported bool `json:"resumed_from_reported"`
 	ResumedFromLatest   bool `json:"resumed_from_latest"`
 	// CheckpointInMinIO: MinIO listed the resumed checkpoint at the stop or
-	// when training resumed. Checkpoints is MinIO's listing at the end of
+	// at a poll until training resumed. Checkpoints is MinIO's listing at the end of
 	// the job, after retention (train.py keeps the newest 2 by default), so
 	// it need not hold the resumed one.
 	CheckpointInMinIO bool     `json:"checkpoint_in_minio"`
@@ -228,4 +234,26 @@ func LoadRecords(dir state.Dir) (map[string]Record, error) {
 		out[n] = rec
 	}
 	return out, nil
+}
+
+// Conditions are how the exercise ran where that is not the course's
+// lesson at full size: a verdict earned so is never shown as a plain pass.
+func (r Record) Conditions() []string {
+	var c []string
+	if r.Quick {
+		c = append(c, "quick")
+	}
+	if r.FakeData {
+		c = append(c, "fake data")
+	}
+	if s := r.Sizing; s != nil && s.Asked != s.Course {
+		c = append(c, fmt.Sprintf("%g CPUs, the course's %g", s.Asked, s.Course))
+	}
+	if r.Rehearsal {
+		c = append(c, "CPU rehearsal")
+	}
+	if r.SharedGPU {
+		c = append(c, "shared GPU")
+	}
+	return c
 }

@@ -19,8 +19,11 @@ type Exercise struct {
 	// NeedsEngine: the exercise works the lab's containers through the
 	// Docker engine (fault stops a worker); the others only talk to Ray.
 	NeedsEngine bool
-	run         func(context.Context, *runner) error
-	judge       func(Record) []string
+	// Request is what the course asks of each job or training worker;
+	// a run fits it to the lab's workers (size).
+	Request Request
+	run     func(context.Context, *runner) error
+	judge   func(Record) []string
 	// byHand writes Spec.ByHand where it names mltrain commands, which
 	// must carry the lab's flags.
 	byHand func(nextstep.Commands) string
@@ -42,8 +45,9 @@ var registry = []Exercise{
 				"Cluster tab: one worker's GPU busy while it trains", "Metrics tab (Grafana): GPU utilisation of that node"},
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . --entrypoint-num-gpus 1 --entrypoint-num-cpus 8 -- python train.py --mode plain",
 		},
-		Proves: "a single-GPU job SUCCEEDED",
-		run:    runSubmit, judge: judgeSubmit,
+		Request: Request{CPUs: 8, PerNode: 1},
+		Proves:  "a single-GPU job SUCCEEDED",
+		run:     runSubmit, judge: judgeSubmit,
 	},
 	{
 		Spec: Spec{
@@ -54,8 +58,9 @@ var registry = []Exercise{
 				"Cluster tab / `ray status`: Demands lists {'GPU': 2.0, 'CPU': 8.0}: 1+ pending tasks/actors"},
 			ByHand: "ray job submit --no-wait --runtime-env runtime.json --working-dir . --entrypoint-num-gpus 2 --entrypoint-num-cpus 8 -- python train.py --mode plain; then end it by killing its supervisor actor _ray_internal_job_actor_<id> (Actors page), since 'ray job stop' leaves an unplaced job PENDING for 15 minutes",
 		},
-		Proves: "a 2-GPU job stayed PENDING with its demand listed",
-		run:    runInfeasible, judge: judgeInfeasible,
+		Request: Request{CPUs: 8, PerNode: 1},
+		Proves:  "a 2-GPU job stayed PENDING with its demand listed",
+		run:     runInfeasible, judge: judgeInfeasible,
 	},
 	{
 		Spec: Spec{
@@ -66,8 +71,9 @@ var registry = []Exercise{
 				"Cluster tab: both GPUs busy at once"},
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --workers 2",
 		},
-		Proves: "a 2-worker Ray Train job SUCCEEDED on both workers",
-		run:    runMulti, judge: judgeMulti,
+		Request: Request{CPUs: 8, PerNode: 1},
+		Proves:  "a 2-worker Ray Train job SUCCEEDED on both workers",
+		run:     runMulti, judge: judgeMulti,
 	},
 	{
 		Spec: Spec{
@@ -78,8 +84,9 @@ var registry = []Exercise{
 				"Metrics tab: two training processes on one GPU"},
 			ByHand: "three times: ray job submit --no-wait --runtime-env runtime.json --working-dir . -- python train.py --mode ray --gpu-fraction 0.5 --cpus-per-worker 4",
 		},
-		Proves: "three 0.5-GPU jobs trained at the same time",
-		run:    runFractional, judge: judgeFractional,
+		Request: Request{CPUs: 4, PerNode: 2},
+		Proves:  "three 0.5-GPU jobs trained at the same time",
+		run:     runFractional, judge: judgeFractional,
 	},
 	{
 		Spec: Spec{
@@ -94,6 +101,7 @@ var registry = []Exercise{
 			return "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: " +
 				c.Line("worker", "stop", "N") + "; afterwards: " + c.Line("worker", "start", "N")
 		},
+		Request:     Request{CPUs: 8, PerNode: 1},
 		Proves:      "training resumed from a registered MinIO checkpoint after a worker stop",
 		NeedsEngine: true,
 		run:         runFault, judge: judgeFault,
@@ -107,8 +115,9 @@ var registry = []Exercise{
 				"MinIO console: bucket ray, the Tune run's trial folders"},
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode tune --num-samples 16",
 		},
-		Proves: "a Tune run in which ASHA stopped trials early and others ran to max_t",
-		run:    runTune, judge: judgeTune,
+		Request: Request{CPUs: 4, PerNode: 2},
+		Proves:  "a Tune run in which ASHA stopped trials early and others ran to max_t",
+		run:     runTune, judge: judgeTune,
 	},
 }
 

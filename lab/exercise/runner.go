@@ -28,6 +28,7 @@ type runner struct {
 	dir     string         // the workspace submitted
 	seq     int
 	events  map[int][]Event // per job index, from the last log read
+	sizing  Sizing          // the CPU requests fitted to the lab's workers
 }
 
 func (r *runner) step() string { return "lab " + r.rec.Exercise }
@@ -56,6 +57,17 @@ func (r *runner) start(ctx context.Context) error {
 		return err
 	}
 	r.rec.RayVersion = v.RayVersion
+	nodeCPUs, err := workerCPUs(ctx, r.env.Ray)
+	if err != nil {
+		return err
+	}
+	if r.sizing, err = size(r.ex.Name, r.ex.Request, r.o.CPUs, nodeCPUs); err != nil {
+		return err
+	}
+	r.rec.Sizing = &r.sizing
+	if r.sizing.Why != "" {
+		r.say("%s", r.sizing.Why)
+	}
 	dir := r.env.Workspace
 	if dir == "" {
 		if r.env.StateDir == "" {
@@ -117,12 +129,9 @@ type jobSpec struct {
 	runName bool // pass --run-name <submission id>
 }
 
-func (r *runner) cpus(def float64) float64 {
-	if r.o.CPUs > 0 {
-		return r.o.CPUs
-	}
-	return def
-}
+// cpus is what each job or training worker asks for: the exercise's
+// request fitted to this lab's workers when the run started.
+func (r *runner) cpus() float64 { return r.sizing.Asked }
 
 func (r *runner) trainArgs(extra ...string) []string {
 	args := append([]string(nil), extra...)

@@ -6,7 +6,7 @@ import (
 )
 
 func runSubmit(ctx context.Context, r *runner) error {
-	i, err := r.submit(ctx, jobSpec{args: r.trainArgs("--mode", "plain"), gpus: 1, cpus: r.cpus(8)})
+	i, err := r.submit(ctx, jobSpec{args: r.trainArgs("--mode", "plain"), gpus: 1, cpus: r.cpus()})
 	if err != nil {
 		return err
 	}

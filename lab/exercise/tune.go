@@ -7,7 +7,7 @@ import (
 
 func runTune(ctx context.Context, r *runner) error {
 	args := r.trainArgs("--mode", "tune", "--num-samples", fmt.Sprint(r.o.NumSamples),
-		"--gpu-fraction", "0.5", "--cpus-per-worker", fmt.Sprint(r.cpus(4)))
+		"--gpu-fraction", "0.5", "--cpus-per-worker", fmt.Sprint(r.cpus()))
 	i, err := r.runJob(ctx, args, "/#/cluster")
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ func TestClassify(t *testing.T) {
 		detail string
 	}{
 		{"passed", js(report()), ran{}, Passed, ""},
+		{"rehearsed", js(rehearsed()), ran{}, Rehearsed, "passed, 1 check(s) only under conditions: quick, CPU rehearsal"},
 		{"failed checks", js(report("ray.auth")), ran{exit: 1}, Failed, "failed: ray.auth"},
 		{"no lab", js(verify.Failure{Error: "no lab state at /x", Reason: verify.ReasonNoLab}), ran{exit: 1}, NoLab, "no lab state at /x"},
 		{"no lab, said by an older mltrain", nil, ran{exit: 1, stderr: "Error: no lab state at /x / Next: run 'mltrain up' first"}, NoLab, "no lab state at /x"},
@@ -53,4 +54,13 @@ func TestClassify(t *testing.T) {
 func TestTail(t *testing.T) {
 	assert.Equal(t, "b / c", tail("a\n\nb\n  c  \n", 2))
 	assert.Equal(t, "", tail("", 3))
+}
+
+// rehearsed is a report whose exercise passed only under conditions.
+func rehearsed() verify.Report {
+	r := report()
+	r.Checks = append(r.Checks, verify.Check{ID: "exercises.submit", Group: "exercises", Status: verify.Pass, Evidence: "SUCCEEDED",
+		Conditions: []string{"quick", "CPU rehearsal"}})
+	r.Passed, r.Conditional = 2, 1
+	return r
 }

@@ -11,9 +11,10 @@ import (
 
 // ANSI colours for the table on a terminal.
 const (
-	colorReset = "\x1b[0m"
-	colorGreen = "\x1b[32m"
-	colorRed   = "\x1b[31m"
+	colorReset  = "\x1b[0m"
+	colorGreen  = "\x1b[32m"
+	colorRed    = "\x1b[31m"
+	colorYellow = "\x1b[33m"
 )
 
 // WriteTable prints the report for people: one row per host with its state
@@ -45,7 +46,7 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 			tally = n.Report.Tally()
 		}
 		for j, g := range groups {
-			cells[i] = append(cells[i], cell(tally[g]))
+			cells[i] = append(cells[i], tally[g].Cell())
 			widths[j] = max(widths[j], len(g), len(cells[i][j]))
 		}
 	}
@@ -61,8 +62,11 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	endRow()
 	for i, n := range r.Hosts {
 		c := colorRed
-		if n.State == Passed {
+		switch n.State {
+		case Passed:
 			c = colorGreen
+		case Rehearsed:
+			c = colorYellow
 		}
 		row.WriteString(pad(n.Name(), hostW) + "  " + paint(n.State, c) + strings.Repeat(" ", stateW-len(n.State)))
 		for j, c := range cells[i] {
@@ -103,25 +107,15 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 		}
 	}
 	verdict := "every host is verified"
+	if r.States[Rehearsed] > 0 {
+		verdict += fmt.Sprintf(", %d only as a rehearsal (its exercises ran under conditions)", r.States[Rehearsed])
+	}
 	if !r.OK {
 		verdict = "NOT every host is verified"
 	}
 	fmt.Fprintf(&b, "\n%d hosts in %.1fs: %s: %s\n", len(r.Hosts), r.Seconds, strings.Join(counts, ", "), verdict)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// cell is a group's column on a host's row: ok, FAIL n, skip, or - (not run).
-func cell(t verify.GroupTally) string {
-	switch {
-	case t.Failed > 0:
-		return fmt.Sprintf("FAIL %d", t.Failed)
-	case t.Passed > 0:
-		return "ok"
-	case t.Skipped > 0:
-		return "skip"
-	}
-	return "-"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -17,6 +17,13 @@ func TestTableLinesUpHostsAndGroups(t *testing.T) {
 		{Host: "cc@10.0.0.2", State: Failed, Detail: "failed: ray.auth, ray.nodes", Fix: "see each failed check's fix", Report: &bad},
 		{Host: "cc@10.0.0.3", Label: "ken", State: Unreachable, Detail: "connection refused", Fix: "check the lease"},
 	}, States: map[string]int{Passed: 1, Failed: 1, Unreachable: 1}, Seconds: 2}
+	reh := rehearsed()
+	r2 := Report{Hosts: []verify.Node{{Host: "cc@10.0.0.4", State: Rehearsed, Detail: "passed, " + reh.ConditionsSummary(), Report: &reh}},
+		States: map[string]int{Rehearsed: 1}, OK: true, Seconds: 1}
+	var rb strings.Builder
+	require.NoError(t, WriteTable(&rb, r2, false))
+	assert.Contains(t, rb.String(), "cc@10.0.0.4  rehearsed  ok    ok, rehearsed", "counted apart, never a plain pass")
+	assert.Contains(t, rb.String(), "1 hosts in 1.0s: 1 rehearsed: every host is verified, 1 only as a rehearsal")
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, r, false))
 	lines := strings.Split(b.String(), "\n")

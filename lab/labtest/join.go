@@ -11,6 +11,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
 )
@@ -32,7 +33,7 @@ func JoinableOptions(t testing.TB, eng docker.Engine, prefix, nodeIP string, wor
 	t.Helper()
 	o := LabOptions(t, eng, prefix)
 	o.AllowJoin, o.Bind, o.Workers = true, nodeIP, workers
-	o.Ports[service.PortGCS] = FreePorts(t, 1)[0]
+	o.Ports[service.PortGCS] = portstest.FreePorts(t, 1)[0]
 	o.RayPortBase = FreeRayPortBase(t, workers+1)
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
 )
@@ -33,7 +34,7 @@ func LabOptions(t testing.TB, eng docker.Engine, prefix string) plan.Options {
 		o.Images[r] = imgs[string(r)]
 	}
 	names := []string{service.PortDashboard, service.PortGrafana, service.PortJupyter, service.PortMinIOConsole, service.PortMinIOAPI, service.PortPrometheus}
-	for i, p := range FreePorts(t, len(names)) {
+	for i, p := range portstest.FreePorts(t, len(names)) {
 		o.Ports[names[i]] = p
 	}
 	t.Cleanup(func() {

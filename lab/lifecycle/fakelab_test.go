@@ -23,6 +23,7 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/internal/ray/raytest"
@@ -68,7 +69,7 @@ func newFakeLab(t *testing.T) *fakeLab {
 		f.eng.Images[o.Images[r]] = docker.Image{ID: "sha256:" + string(r), Tags: []string{o.Images[r]}}
 	}
 	names := []string{service.PortDashboard, service.PortGrafana, service.PortJupyter, service.PortMinIOConsole, service.PortMinIOAPI, service.PortPrometheus}
-	for i, p := range labtest.FreePorts(t, len(names)) {
+	for i, p := range portstest.FreePorts(t, len(names)) {
 		o.Ports[names[i]] = p
 	}
 	f.opts = lifecycle.UpOptions{StateDir: f.state, Lab: o, Images: images.Options{Pull: images.PullNever},

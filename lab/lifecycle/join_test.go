@@ -18,6 +18,7 @@ import (
 	"github.com/mltrain/mltrain/internal/host"
 	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 	"github.com/mltrain/mltrain/lab/labtest"
 	"github.com/mltrain/mltrain/lab/lifecycle"
 	"github.com/mltrain/mltrain/lab/nextstep"
@@ -101,7 +102,7 @@ func TestJoinASecondHost(t *testing.T) {
 	// not answer on, another Ray.
 	for name, bad := range map[string]func(plan.JoinBundle) plan.JoinBundle{
 		"wrong token":   func(b plan.JoinBundle) plan.JoinBundle { b.RayToken = strings.Repeat("0", 64); return b },
-		"closed port":   func(b plan.JoinBundle) plan.JoinBundle { b.GCSPort = labtest.FreePorts(t, 1)[0]; return b },
+		"closed port":   func(b plan.JoinBundle) plan.JoinBundle { b.GCSPort = portstest.FreePorts(t, 1)[0]; return b },
 		"other Ray":     func(b plan.JoinBundle) plan.JoinBundle { b.RayVersion = "2.53.0"; return b },
 		"wrong address": func(b plan.JoinBundle) plan.JoinBundle { b.HeadIP = "192.0.2.1"; return b },
 	} {

@@ -6,6 +6,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,11 +41,13 @@ type Result struct {
 	Credentials plan.Credentials `json:"-"`
 	// CredentialsCreated: this up generated the lab's secrets (the only
 	// time they are printed unasked).
-	CredentialsCreated bool       `json:"credentials_created"`
-	BucketMade         bool       `json:"bucket_created"`
-	HasData            bool       `json:"dataset_loaded"`
-	Nodes              []ray.Node `json:"nodes,omitempty"` // a joined host's nodes, as the head lists them
-	StateDir           state.Dir  `json:"state_dir"`
+	CredentialsCreated bool `json:"credentials_created"`
+	// FirstReady: no up had completed this lab before this one.
+	FirstReady bool       `json:"first_ready"`
+	BucketMade bool       `json:"bucket_created"`
+	HasData    bool       `json:"dataset_loaded"`
+	Nodes      []ray.Node `json:"nodes,omitempty"` // a joined host's nodes, as the head lists them
+	StateDir   state.Dir  `json:"state_dir"`
 }
 
 // step is one named stage. run does the work and returns the few words of
@@ -78,8 +81,11 @@ type run struct {
 	// applier is set once the lab's containers are touched: a later
 	// failure of a first run rolls them back through it.
 	applier *applier
-	left    leftBehind
-	res     Result
+	// kept are a re-up's files as they were, put back by a failure before
+	// the containers are touched.
+	kept *keptFiles
+	left leftBehind
+	res  Result
 }
 
 // execute runs the steps in order. A step that fails after the containers
@@ -115,7 +121,16 @@ func (r *run) steps(ctx context.Context, steps []step) error {
 }
 
 func (r *run) rollback(ctx context.Context, s step, err error) error {
-	if r.applier == nil || s.keep {
+	if s.keep {
+		return err
+	}
+	if r.applier == nil {
+		// No container touched: a re-up leaves the lab's files as it found them.
+		if r.kept != nil {
+			if rerr := r.kept.restore(); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+		}
 		return err
 	}
 	return r.applier.fail(ctx, err)
@@ -141,8 +156,14 @@ func (r *run) planned(p plan.Plan) string {
 	return fmt.Sprintf("%s mode, %d worker(s)", p.Mode, len(p.Workers))
 }
 
-// renderStep writes compose.yaml from the plan.
+// renderStep writes compose.yaml from the plan, keeping the files it
+// replaces until the lab's containers are touched.
 func renderStep(ctx context.Context, r *run) (string, error) {
+	kept, err := keepFiles(r.dir, r.plan)
+	if err != nil {
+		return "", err
+	}
+	r.kept = kept
 	rendered, err := render.Render(ctx, r.dir, r.plan)
 	if err != nil {
 		return "", err

@@ -34,6 +34,9 @@ type UpOptions struct {
 	// Commands writes the commands notes and hints name: the user's lab and
 	// up as they ran it (empty Ran reads as up).
 	Commands nextstep.Commands
+	// HostIP and NodeIP are the addresses the user gave (recorded with Lab
+	// as the lab's choices; Detect already uses them).
+	HostIP, NodeIP string
 }
 
 // UpDeps are Up's ways to reach the world; tests replace Detect.
@@ -78,7 +81,8 @@ func upSteps(o UpOptions) []step {
 				return "", err
 			}
 			r.res.URLs = plan.MakeURLs(p)
-			r.state = state.State{Project: p.Project, Plan: p, URLs: r.res.URLs, Probes: plan.ProbeAddrs(p)}
+			r.state = state.State{Project: p.Project, Plan: p, URLs: r.res.URLs, Probes: plan.ProbeAddrs(p),
+				Choices: &plan.Choices{Options: o.Lab.WithDefaults(), HostIP: o.HostIP, NodeIP: o.NodeIP}}
 			return r.planned(p), nil
 		}},
 		{name: "render", run: renderStep},
@@ -119,6 +123,10 @@ func credentialsStep(_ context.Context, r *run) (string, error) {
 		return "", err
 	}
 	r.creds, r.res.Credentials, r.res.CredentialsCreated = creds, creds, created
+	// The first up to complete the lab shows its credentials, whether or
+	// not it made them (the up that did may have failed before the end).
+	var prev state.State
+	r.res.FirstReady = r.dir.ReadJSON(state.StateFile, &prev) != nil || prev.UpAt.IsZero()
 	if created {
 		return "generated in " + r.dir.File(state.CredentialsFile), nil
 	}

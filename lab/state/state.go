@@ -31,6 +31,19 @@ type State struct {
 	// UpAt is when up (or join) proved the lab ready; zero while the run
 	// that wrote the plan has not finished.
 	UpAt time.Time `json:"up_at,omitzero"`
+	// Choices are what up was asked for; the next up starts from them
+	// (nil in a state.json of an older mltrain, or written by join).
+	Choices *plan.Choices `json:"choices,omitempty"`
+}
+
+// Choices are the lab's recorded choices, if any: a missing or unreadable
+// state.json has none (up says why an unreadable one stops it).
+func (d Dir) Choices() (plan.Choices, bool) {
+	var s State
+	if err := d.ReadJSON(StateFile, &s); err != nil || s.Choices == nil {
+		return plan.Choices{}, false
+	}
+	return *s.Choices, true
 }
 
 // SaveState writes StateFile (0600: it sits beside the credentials).

@@ -62,7 +62,9 @@ func checkExercise(ctx context.Context, e *env, ex exercise.Exercise) outcome {
 	if !ok {
 		return fail("report this as an mltrain bug", "verify has no live check for exercise %s", name)
 	}
-	return live(ctx, e, rec)
+	out := live(ctx, e, rec)
+	out.conditions = rec.Conditions()
+	return out
 }
 
 func when(t time.Time) string {

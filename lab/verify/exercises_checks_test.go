@@ -74,7 +74,7 @@ func TestExerciseChecks(t *testing.T) {
 		}, evidence: "older than fault-run/checkpoint_epoch_000001"},
 		{name: "fault checkpoint never in minio", id: "exercises.fault", break_: func(f *fixture) {
 			setRec(f, "fault", func(r *exercise.Record) { r.Fault.CheckpointInMinIO = false })
-		}, evidence: "MinIO listed neither at the stop nor when training resumed"},
+		}, evidence: "MinIO never listed from the stop until training resumed"},
 		{name: "fault run has no checkpoint in minio now", id: "exercises.fault", break_: func(f *fixture) {
 			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000008/checkpoint.ckpt")
 			f.s3.Delete("ray", "fault-run/checkpoint_epoch_000009/checkpoint.ckpt")

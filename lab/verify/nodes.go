@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/state"
 )
 
@@ -16,6 +17,10 @@ import (
 const (
 	NodePassed = "passed"
 	NodeFailed = "failed"
+	// NodeRehearsed: every check passed, some only under conditions (its
+	// exercises ran quick, on fake data, with reduced CPUs or on a CPU
+	// rehearsal lab); counted apart from passed.
+	NodeRehearsed = "rehearsed"
 )
 
 // Node is one node's outcome in a report over several nodes ('mltrain fleet
@@ -42,6 +47,9 @@ func (n Node) Name() string {
 // SingleNode is the node of a one-host 'mltrain verify' report.
 func SingleNode(host string, r Report) Node {
 	n := Node{Host: host, State: NodePassed, Seconds: r.Seconds, Report: &r}
+	if r.OK && r.Conditional > 0 {
+		n.State, n.Detail = NodeRehearsed, "passed, "+r.ConditionsSummary()
+	}
 	if !r.OK {
 		n.State = NodeFailed
 		n.Detail = "failed: " + strings.Join(r.FailedIDs(), ", ")
@@ -63,6 +71,8 @@ func (r Report) FailedIDs() []string {
 // GroupTally is one group's checks on one node.
 type GroupTally struct {
 	Passed, Failed, Skipped int
+	Conditional             int    // passes under conditions
+	NA                      string // why the group does not apply ("rehearsal": GPU checks on a lab without GPUs)
 }
 
 // Ran says whether any check of the group ran.
@@ -76,10 +86,16 @@ func (r Report) Tally() map[string]GroupTally {
 		switch c.Status {
 		case Pass:
 			g.Passed++
+			if len(c.Conditions) > 0 {
+				g.Conditional++
+			}
 		case Fail:
 			g.Failed++
 		case Skip:
 			g.Skipped++
+		}
+		if c.Group == GroupGPU && r.Mode == plan.ModeCPU {
+			g.NA = "rehearsal"
 		}
 		t[c.Group] = g
 	}
@@ -141,6 +157,10 @@ func WriteNodesJUnit(w io.Writer, name string, nodes []Node) error {
 
 func checkCase(c Check, class string) junitCase {
 	tc := junitCase{Name: c.ID + ": " + c.Title, Classname: class, Time: secs(c.Seconds), SystemOut: c.Evidence}
+	if len(c.Conditions) > 0 {
+		tc.Name += " [" + strings.Join(c.Conditions, ", ") + "]"
+		tc.SystemOut = c.conditionsNote() + c.Evidence
+	}
 	switch c.Status {
 	case Fail:
 		text := c.Evidence
@@ -174,10 +194,12 @@ func sortedStates(counts map[string]int) []string {
 		switch s {
 		case NodePassed:
 			return 0
-		case NodeFailed:
+		case NodeRehearsed:
 			return 1
+		case NodeFailed:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	var out []string
 	for s := range counts {
@@ -213,4 +235,37 @@ func NewFailure(err error, next string) Failure {
 		f.Reason = ReasonNoLab
 	}
 	return f
+}
+
+// ConditionsSummary says under which conditions the report's conditional
+// passes were earned: "3 checks only under conditions: quick, CPU rehearsal".
+func (r Report) ConditionsSummary() string {
+	var all []string
+	for _, c := range r.Checks {
+		for _, k := range c.Conditions {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	return fmt.Sprintf("%d check(s) only under conditions: %s", r.Conditional, strings.Join(all, ", "))
+}
+
+// Cell is a group's column on a node's row: ok, FAIL n, skip, - (not run),
+// "ok, rehearsed" for passes under conditions, or n/a (why) where the group
+// does not apply.
+func (g GroupTally) Cell() string {
+	switch {
+	case g.Failed > 0:
+		return fmt.Sprintf("FAIL %d", g.Failed)
+	case g.NA != "":
+		return "n/a (" + g.NA + ")"
+	case g.Conditional > 0:
+		return "ok, rehearsed"
+	case g.Passed > 0:
+		return "ok"
+	case g.Skipped > 0:
+		return "skip"
+	}
+	return "-"
 }

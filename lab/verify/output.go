@@ -37,7 +37,7 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	fmt.Fprintf(&b, "%-6s  %-*s  %s\n", "STATUS", idw, "CHECK", "EVIDENCE")
 	for _, c := range r.Checks {
 		pad := strings.Repeat(" ", max(0, 6-len(c.Status)))
-		fmt.Fprintf(&b, "%s%s  %-*s  %s\n", statusWord(c.Status, color), pad, idw, c.ID, oneLine(c.Evidence))
+		fmt.Fprintf(&b, "%s%s  %-*s  %s%s\n", statusWord(c.Status, color), pad, idw, c.ID, c.conditionsNote(), oneLine(c.Evidence))
 		if c.Status == Fail && c.Fix != "" {
 			fmt.Fprintf(&b, "%sfix: %s\n", indent, oneLine(c.Fix))
 		}
@@ -46,6 +46,9 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 		return err
 	}
 	verdict := "every checked step is proven"
+	if r.Conditional > 0 {
+		verdict += fmt.Sprintf(", %d of them only under conditions (marked): a rehearsal, not the lesson at full size", r.Conditional)
+	}
 	if !r.OK {
 		verdict = "NOT verified: fix the FAIL rows and run '" + r.commands.Line("verify") + "' again"
 	}
@@ -132,4 +135,13 @@ func WriteJUnit(w io.Writer, r Report) error {
 		out.Suites[i].Time = secs(t)
 	}
 	return writeJUnitXML(w, out)
+}
+
+// conditionsNote is "(quick, CPU rehearsal) " before a conditional pass's
+// evidence, "" otherwise.
+func (c Check) conditionsNote() string {
+	if len(c.Conditions) == 0 {
+		return ""
+	}
+	return "(passed under conditions: " + strings.Join(c.Conditions, ", ") + ") "
 }

@@ -23,6 +23,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"open":    func(s Status) bool { return s == Fail },
 	"seconds": func(f float64) string { return fmt.Sprintf("%.1f s", f) },
 	"mode":    modeName,
+	"join":    func(s []string) string { return strings.Join(s, ", ") },
+	"stateClass": func(s string) string {
+		switch s {
+		case NodePassed, NodeRehearsed:
+			return s
+		}
+		return "other"
+	},
 }).Parse(pageSource))
 
 // cellView is one host x group cell of the matrix.
@@ -36,7 +44,11 @@ func groupCell(t map[string]GroupTally, group string) cellView {
 	case !ok || !g.Ran():
 		return cellView{Class: "none", Text: "–", Title: "not run"}
 	case g.Failed > 0:
-		return cellView{Class: "fail", Text: fmt.Sprintf("FAIL %d", g.Failed), Title: fmt.Sprintf("%d failed, %d passed, %d skipped", g.Failed, g.Passed, g.Skipped)}
+		return cellView{Class: "fail", Text: g.Cell(), Title: fmt.Sprintf("%d failed, %d passed, %d skipped", g.Failed, g.Passed, g.Skipped)}
+	case g.NA != "":
+		return cellView{Class: "none", Text: g.Cell(), Title: fmt.Sprintf("no GPU on this lab: %d passed, %d skipped", g.Passed, g.Skipped)}
+	case g.Conditional > 0:
+		return cellView{Class: "skip", Text: g.Cell(), Title: fmt.Sprintf("%d passed, %d of them only under conditions", g.Passed, g.Conditional)}
 	case g.Passed > 0:
 		return cellView{Class: "pass", Text: "ok", Title: fmt.Sprintf("%d passed, %d skipped", g.Passed, g.Skipped)}
 	default:
@@ -62,6 +74,7 @@ type pageView struct {
 	Nodes     []nodeView
 	States    []stateCount
 	AllPassed bool
+	Rehearsed int
 }
 
 // WriteHTML writes one self-contained static page: a matrix of the nodes
@@ -77,7 +90,10 @@ func WriteHTML(w io.Writer, title string, nodes []Node, generated time.Time) err
 		}
 		v.Nodes = append(v.Nodes, nv)
 		counts[n.State]++
-		v.AllPassed = v.AllPassed && n.State == NodePassed
+		v.AllPassed = v.AllPassed && (n.State == NodePassed || n.State == NodeRehearsed)
+		if n.State == NodeRehearsed {
+			v.Rehearsed++
+		}
 	}
 	for _, s := range sortedStates(counts) {
 		v.States = append(v.States, stateCount{s, counts[s]})

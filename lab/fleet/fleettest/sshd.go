@@ -18,9 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 	"golang.org/x/crypto/ssh"
-
-	"github.com/mltrain/mltrain/lab/labtest"
 )
 
 // SSHDPath is where Debian's openssh-server installs the server; sshd must
@@ -115,7 +114,7 @@ func Start(t testing.TB, accept ...ssh.PublicKey) Host {
 	t.Helper()
 	Need(t)
 	dir := t.TempDir()
-	h := Host{Port: labtest.FreePorts(t, 1)[0], HostKey: NewKey(t), Bin: filepath.Join(dir, "bin")}
+	h := Host{Port: portstest.FreePorts(t, 1)[0], HostKey: NewKey(t), Bin: filepath.Join(dir, "bin")}
 	if err := os.Mkdir(h.Bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +187,7 @@ func (h Host) Script(t testing.TB, name, body string) {
 }
 
 // ClosedPort is a loopback port nothing listens on (reserved for the test).
-func ClosedPort(t testing.TB) int { return labtest.FreePorts(t, 1)[0] }
+func ClosedPort(t testing.TB) int { return portstest.FreePorts(t, 1)[0] }
 
 type syncBuffer struct {
 	mu sync.Mutex
