@@ -34,6 +34,8 @@ type FetchOptions struct {
 	MaxTries     uint          // attempts in all; 8 when 0
 	Backoff      time.Duration // first wait between attempts; 1s when 0
 	Reporter     progress.Reporter
+
+	again []string // the user's load as command words, for next steps (set by Run)
 }
 
 // Fetched is a zip in the cache.
@@ -78,6 +80,7 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		o.Client = &http.Client{}
 	}
 	o.SHA256 = strings.ToLower(strings.TrimSpace(o.SHA256))
+	again := againOf(o.again, "--url", o.URL)
 	if o.SHA256 != "" && !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(o.SHA256) {
 		return Fetched{}, clierr.Hintf("pass the zip's SHA-256 as 64 hex digits, e.g. from 'sha256sum Food-11.zip'", "--sha256 %q is not a SHA-256 digest", o.SHA256)
 	}
@@ -132,7 +135,7 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		if errors.As(err, &he) && he.Code < 500 {
 			return out, clierr.WithHint(err, "check the URL, pass another mirror with --url, or a local copy with --zip PATH")
 		}
-		return out, clierr.WithNext(err, clierr.Step("run '%s' again to resume, pass another mirror with --url, or a local copy with --zip PATH", "data", "food11"))
+		return out, clierr.WithNext(err, clierr.Step("run '%s' again to resume, pass another mirror with --url, or a local copy with --zip PATH", again...))
 	}
 	d, err := HashFile(ctx, part, o.Reporter)
 	if err != nil {

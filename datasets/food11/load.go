@@ -33,6 +33,14 @@ type LoadOptions struct {
 	Labels      map[string]string // extra labels on the volume, helper image and container
 	Reporter    progress.Reporter
 	Lock        LockOptions // who loads, and whether to wait for another load of the volume
+
+	again []string // the user's command as words, for next steps (set by Run)
+}
+
+// againWords is the load as command words for next steps: Run's, or a
+// load of the zip into the volume.
+func (o LoadOptions) againWords() []string {
+	return againOf(o.again, "--zip", o.Zip, "--volume", o.Volume)
 }
 
 // LoadResult says what a load did.
@@ -69,6 +77,7 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 		return LoadResult{Volume: o.Volume}, err
 	}
 	defer h.close()
+	h.again = o.againWords()
 	m, err := h.readManifest(ctx)
 	if err != nil {
 		return LoadResult{Volume: o.Volume}, err
@@ -104,6 +113,8 @@ const layoutHint = "use the course's Food-11 zip (the default URL) or pass a zip
 func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
 	res := LoadResult{Volume: o.Volume}
 	rep := o.Reporter
+	again := o.againWords()
+	h.again = again
 	if o.Method != MethodAuto && o.Method != MethodExtractor && o.Method != MethodArchive {
 		return res, clierr.Hintf(fmt.Sprintf("use %q, %q or leave it empty", MethodExtractor, MethodArchive), "unknown load method %q", o.Method)
 	}
@@ -129,7 +140,7 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	if cur != nil && !o.Force && strings.EqualFold(cur.Source.SHA256, src.SHA256) {
 		res.NoOp, res.Manifest = true, *cur
 		res.Warnings = CheckCanonical(cur.Counts)
-		return res, strictErr(o.Strict, o.Volume, res.Warnings)
+		return res, strictErr(o.Strict, o.Volume, res.Warnings, again)
 	}
 
 	// Check the whole zip from its central directory before touching the volume.
@@ -139,8 +150,9 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	}
 	res.Warnings = CheckCanonical(p.counts)
 	if o.Strict && len(res.Warnings) > 0 {
-		return res, clierr.WithHint(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
-			"drop --strict to load it anyway, or use the course's zip")
+		return res, clierr.WithNext(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
+			clierr.Next{Text: "load it anyway with '%s', or the course's zip with '%s'",
+				Commands: [][]string{withoutFlag(again, "--strict", false), withCourseZip(again)}})
 	}
 	if p.skipped > 0 {
 		progress.Note(rep, fmt.Sprintf("ignored %d macOS metadata entries in %s", p.skipped, filepath.Base(o.Zip)))
@@ -186,13 +198,15 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	return res, nil
 }
 
-// strictErr is the --strict verdict on a volume left as it was.
-func strictErr(strict bool, volume string, warnings []string) error {
+// strictErr is the --strict verdict on a volume left as it was; again is
+// the user's command as words.
+func strictErr(strict bool, volume string, warnings []string, again []string) error {
 	if !strict || len(warnings) == 0 {
 		return nil
 	}
 	return clierr.WithNext(fmt.Errorf("volume %s does not match the published Food-11 (--strict): %s", volume, strings.Join(warnings, "; ")),
-		clierr.Step("load the course's zip with '%s', or drop --strict", "data", "food11", "--force"))
+		clierr.Next{Text: "load the course's zip with '%s', or keep this one with '%s'",
+			Commands: [][]string{withFlags(withCourseZip(again), "--force"), withoutFlag(again, "--strict", false)}})
 }
 
 func staleReason(cur *Manifest, force bool) string {

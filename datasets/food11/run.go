@@ -47,10 +47,13 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	if o.Zip != "" && o.URL != "" {
 		return Result{}, clierr.Hintf("pass one source", "--zip and --url are mutually exclusive")
 	}
+	again := o.again() // before the default URL: a hint names only what the user gave
 	if o.Zip == "" && o.URL == "" {
 		o.URL = DefaultURL
 	}
 	pin := strings.ToLower(strings.TrimSpace(o.SHA256))
+	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
+		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock, again: again}
 	lk, err := lockVolume(ctx, o.Volume, o.Lock, o.Reporter)
 	if err != nil {
 		return Result{}, err
@@ -73,6 +76,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		if h, err = openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, false); err != nil {
 			return Result{}, err
 		}
+		h.again = again
 		if cur, err = h.readManifest(ctx); err != nil {
 			return Result{}, err
 		}
@@ -83,13 +87,11 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		res.NoOp, res.Manifest, res.Digest = true, *cur, cur.Source.SHA256
 		res.Warnings = CheckCanonical(cur.Counts)
 		progress.Note(o.Reporter, fmt.Sprintf("volume %s already holds %s (sha256 %s)", o.Volume, o.URL, short(cur.Source.SHA256)))
-		return res, strictErr(o.Strict, o.Volume, res.Warnings)
+		return res, strictErr(o.Strict, o.Volume, res.Warnings, again)
 	}
 
-	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
-		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock}
 	if o.URL != "" {
-		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter})
+		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter, again: again})
 		if err != nil {
 			return res, err
 		}
