@@ -27,7 +27,7 @@ func (o Options) again(extra ...string) []string {
 	for _, f := range []struct {
 		on   bool
 		flag string
-	}{{o.Force, "--force"}, {o.Strict, "--strict"}, {o.Lock.NoWait, "--no-wait"}} {
+	}{{o.Force, "--force"}, {o.Strict, "--strict"}, {o.AllowMissingClasses, "--allow-missing-classes"}, {o.Lock.NoWait, "--no-wait"}} {
 		if f.on {
 			w = append(w, f.flag)
 		}

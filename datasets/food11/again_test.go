@@ -21,8 +21,8 @@ func TestAgainKeepsTheUsersSourcePinAndVolume(t *testing.T) {
 		{Options{}, "data food11 --volume food11"},
 		{Options{URL: DefaultURL}, "data food11 --volume food11"},
 		{Options{URL: "https://mirror/f.zip", SHA256: pin, Volume: "mine"}, "data food11 --url https://mirror/f.zip --sha256 " + pin + " --volume mine"},
-		{Options{Zip: "my.zip", Volume: "mine", Strict: true, Force: true, Lock: LockOptions{NoWait: true}},
-			"data food11 --zip my.zip --volume mine --force --strict --no-wait"},
+		{Options{Zip: "my.zip", Volume: "mine", Strict: true, AllowMissingClasses: true, Force: true, Lock: LockOptions{NoWait: true}},
+			"data food11 --zip my.zip --volume mine --force --strict --allow-missing-classes --no-wait"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, strings.Join(c.o.again(), " "))

@@ -28,6 +28,9 @@ type LoadOptions struct {
 	Force  bool   // rebuild even when the volume already holds this zip
 	Strict bool   // counts that differ from the published Food-11 are an error
 	Method string // MethodAuto, MethodExtractor or MethodArchive
+	// AllowMissingClasses loads a zip in which a split lacks a whole class
+	// (an empty class folder) instead of refusing it.
+	AllowMissingClasses bool
 
 	HelperImage string            // DefaultHelperImage when empty
 	Labels      map[string]string // extra labels on the volume, helper image and container
@@ -69,7 +72,7 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 		return LoadResult{Volume: o.Volume}, err
 	}
 	defer lk.Release()
-	if err := checkZip(o.Zip); err != nil { // before the volume is made
+	if err := checkZip(o.Zip, o); err != nil { // before the volume is made
 		return LoadResult{Volume: o.Volume}, err
 	}
 	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
@@ -84,30 +87,6 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 	}
 	return load(ctx, h, m, o)
 }
-
-// checkZip refuses, before any volume is made or touched, a file that is not
-// a readable zip, whose entries claim sizes the file cannot hold, or whose
-// entries do not fit Food-11's layout (traversal, links, other folders).
-func checkZip(path string) error {
-	zr, err := openZip(path)
-	if err != nil {
-		return err
-	}
-	defer zr.Close()
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("zip %s: %w", path, err)
-	}
-	if err := checkSizes(&zr.Reader, fi.Size(), path); err != nil {
-		return err
-	}
-	if _, err := makePlan(&zr.Reader, path); err != nil {
-		return clierr.WithHint(err, layoutHint)
-	}
-	return nil
-}
-
-const layoutHint = "use the course's Food-11 zip (the default URL) or pass a zip in its layout: training|validation|evaluation/<class>_<n>.jpg"
 
 // load is Load with the helper open and the current manifest (nil if none) read.
 func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
@@ -148,6 +127,9 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	if err != nil {
 		return res, clierr.WithHint(err, layoutHint)
 	}
+	if err := missingClasses(p, o.Zip, o); err != nil {
+		return res, err
+	}
 	res.Warnings = CheckCanonical(p.counts)
 	if o.Strict && len(res.Warnings) > 0 {
 		return res, clierr.WithNext(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
@@ -170,6 +152,14 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 		if !h.labelled && !o.Force {
 			return res, &RerunError{Err: fmt.Errorf("volume %s already holds a %s folder that mltrain did not load (no mltrain label or manifest)", o.Volume, Root),
 				Do: "to replace the volume's content add --force (or load into another volume with --volume NAME)", Force: true}
+		}
+		// A complete dataset, mltrain's or another loader's, is replaced
+		// only by a zip known to be whole: every image is read and its
+		// CRC-32 checked before the volume is emptied.
+		if cur != nil || !h.labelled {
+			if err := checkEntries(ctx, p, o.Zip, rep); err != nil {
+				return res, damaged(fmt.Errorf("%w; volume %s was not touched", err, o.Volume), o)
+			}
 		}
 		progress.Note(rep, fmt.Sprintf("emptying volume %s before loading (%s)", o.Volume, staleReason(cur, o.Force)))
 		if err := h.empty(ctx); err != nil {

@@ -23,6 +23,9 @@ type Options struct {
 	Force    bool
 	Strict   bool
 	Method   string // MethodAuto, MethodExtractor or MethodArchive
+	// AllowMissingClasses loads a zip in which a split lacks a whole class
+	// (an empty class folder) instead of refusing it.
+	AllowMissingClasses bool
 
 	HelperImage string
 	Labels      map[string]string
@@ -52,7 +55,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		o.URL = DefaultURL
 	}
 	pin := strings.ToLower(strings.TrimSpace(o.SHA256))
-	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
+	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method, AllowMissingClasses: o.AllowMissingClasses,
 		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock, again: again}
 	lk, err := lockVolume(ctx, o.Volume, o.Lock, o.Reporter)
 	if err != nil {
@@ -61,7 +64,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	defer lk.Release()
 	if o.Zip != "" {
 		// A zip that would be refused is refused before the volume is made.
-		if err := checkZip(o.Zip); err != nil {
+		if err := checkZip(o.Zip, lo); err != nil {
 			return Result{}, err
 		}
 	}
@@ -110,7 +113,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	}
 	res.Digest = lo.Source.SHA256
 	if o.URL != "" {
-		if err := checkZip(lo.Zip); err != nil {
+		if err := checkZip(lo.Zip, lo); err != nil {
 			return res, err
 		}
 	}
