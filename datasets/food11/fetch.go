@@ -1,6 +1,7 @@
 package food11
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -84,6 +85,9 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	if o.SHA256 != "" && !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(o.SHA256) {
 		return Fetched{}, clierr.Hintf("pass the zip's SHA-256 as 64 hex digits, e.g. from 'sha256sum Food-11.zip'", "--sha256 %q is not a SHA-256 digest", o.SHA256)
 	}
+	if err := checkURL(o.URL, again); err != nil {
+		return Fetched{}, err
+	}
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return Fetched{}, fmt.Errorf("download cache %s: %w", o.CacheDir, err)
 	}
@@ -113,29 +117,24 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = o.Backoff
 	b.MaxInterval = 30 * o.Backoff
+	o.Client = redirectChecked(o.Client)
+	var st fetchState
 	attempt := 0
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		attempt++
-		return struct{}{}, fetchOnce(ctx, o, part, step)
+		err := fetchOnce(ctx, o, part, step, &st)
+		var perm *backoff.PermanentError
+		st.permanent = errors.As(err, &perm)
+		return struct{}{}, err
 	}, backoff.WithBackOff(b), backoff.WithMaxTries(o.MaxTries), backoff.WithMaxElapsedTime(0),
 		backoff.WithNotify(func(err error, wait time.Duration) {
 			progress.Say(o.Reporter, step, fmt.Sprintf("attempt %d failed (%v); retrying in %s", attempt, err, wait.Round(100*time.Millisecond)))
 		}))
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("download of %s interrupted (%w); the partial file %s is kept and resumed next time", o.URL, ctx.Err(), part)
-		} else {
-			err = fmt.Errorf("download %s failed after %d attempt%s: %w", o.URL, attempt, plural(attempt, "", "s"), err)
-		}
-		progress.Failed(o.Reporter, step, err)
 		if fi, serr := os.Stat(part); serr == nil && fi.Size() == 0 {
 			os.Remove(part)
 		}
-		var he *HTTPError
-		if errors.As(err, &he) && he.Code < 500 {
-			return out, clierr.WithHint(err, "check the URL, pass another mirror with --url, or a local copy with --zip PATH")
-		}
-		return out, clierr.WithNext(err, clierr.Step("run '%s' again to resume, pass another mirror with --url, or a local copy with --zip PATH", again...))
+		return out, st.failed(ctx, err, o, part, step, attempt, again)
 	}
 	d, err := HashFile(ctx, part, o.Reporter)
 	if err != nil {
@@ -183,9 +182,10 @@ func readDigestFile(digestFile, zipPath string) (string, int64, bool) {
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 
-// fetchOnce is one attempt: it appends to part from where it ends.
-// Errors wrapped in backoff.Permanent are not retried.
-func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
+// fetchOnce is one attempt: it appends to part from where it ends, and
+// notes in st whether the server resumes. Errors wrapped in
+// backoff.Permanent are not retried.
+func fetchOnce(ctx context.Context, o FetchOptions, part, step string, st *fetchState) error {
 	f, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return backoff.Permanent(fmt.Errorf("download cache: %w", err))
@@ -200,7 +200,7 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, o.URL, nil)
 	if err != nil {
-		return backoff.Permanent(clierr.WithHint(fmt.Errorf("download URL %q: %w", o.URL, err), "pass an http(s) URL to --url"))
+		return backoff.Permanent(fmt.Errorf("download URL %q: %w", o.URL, err))
 	}
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
@@ -213,6 +213,7 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 		return attemptErr(actx, err)
 	}
 	defer resp.Body.Close()
+	st.sawRanges(resp, have > 0)
 
 	total := int64(-1)
 	switch resp.StatusCode {
@@ -260,14 +261,25 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 		return backoff.Permanent(herr) // 404 and friends: retrying cannot help
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" {
-		return backoff.Permanent(fmt.Errorf("GET %s returned an HTML page, not a zip (a login or expired share link?)", o.URL))
+		return backoff.Permanent(htmlError(o.URL))
+	}
+	body := io.Reader(resp.Body)
+	if have == 0 {
+		// A page served as a file (a login, an expired share link) is no
+		// zip however often it is fetched: its first bytes say so.
+		br := bufio.NewReaderSize(resp.Body, 512)
+		if head, _ := br.Peek(512); isHTML(head) {
+			_ = f.Truncate(0)
+			return backoff.Permanent(htmlError(o.URL))
+		}
+		body = br
 	}
 
 	buf := make([]byte, 256<<10)
 	got := have
 	last := time.Time{}
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := body.Read(buf)
 		if n > 0 {
 			w.kick()
 			if _, err := f.Write(buf[:n]); err != nil {
@@ -293,12 +305,13 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 	return nil
 }
 
-// attemptErr names a stall as such; a cancelled run is not retried.
+// attemptErr names a stall as such; a cancelled run, a bad redirect and a
+// certificate the client refuses are not retried.
 func attemptErr(actx context.Context, err error) error {
 	if cause := context.Cause(actx); errors.Is(cause, ErrStalled) {
 		return fmt.Errorf("%w: no data received in time", ErrStalled)
 	}
-	if actx.Err() != nil {
+	if actx.Err() != nil || permanentTransportErr(err) {
 		return backoff.Permanent(err)
 	}
 	return err
