@@ -96,15 +96,15 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	part, digestFile := final+".part", final+".sha256"
 	out := Fetched{Path: final, URL: o.URL}
 
+	cached := "" // the digest of a complete download kept in the cache, which this one must not cost
 	if d, size, ok := readDigestFile(digestFile, final); ok {
 		if o.SHA256 == "" || o.SHA256 == d {
 			out.SHA256, out.Size, out.FromCache = d, size, true
 			progress.Note(o.Reporter, fmt.Sprintf("using the cached download %s", final))
 			return out, nil
 		}
-		progress.Note(o.Reporter, fmt.Sprintf("cached %s has sha256 %s, not the pinned %s: downloading again", final, short(d), short(o.SHA256)))
-		os.Remove(final)
-		os.Remove(digestFile)
+		cached = d
+		progress.Note(o.Reporter, fmt.Sprintf("cached %s has sha256 %s, not the pinned %s: downloading again beside it", final, short(d), short(o.SHA256)))
 	} else if _, err := os.Stat(final); err == nil {
 		// Killed between the rename and the digest file: check it by resuming.
 		if _, err := os.Stat(part); os.IsNotExist(err) {
@@ -145,10 +145,18 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		return out, err
 	}
 	if o.SHA256 != "" && d != o.SHA256 {
-		os.Remove(part) // a resumed file may be the corrupt part: start over next time
-		err := fmt.Errorf("download %s has sha256 %s, but --sha256 pins %s", o.URL, d, o.SHA256)
+		os.Remove(part) // only the new download: a resumed file may be the corrupt part
+		err := fmt.Errorf("download %s has sha256 %s, but --sha256 pins %s; it was deleted", o.URL, d, o.SHA256)
+		if cached != "" {
+			err = fmt.Errorf("%w, and the cached download %s (sha256 %s) is kept", err, final, cached)
+		}
 		progress.Failed(o.Reporter, step, err)
-		return out, clierr.WithHint(err, "check the --sha256 value and the URL; the partial file was deleted, so a re-run downloads from scratch")
+		return out, clierr.WithHint(err, "check the --sha256 value and the URL")
+	}
+	// The old digest goes first: a run killed before the new one is written
+	// finds a zip without a digest and checks it, never trusts the old one.
+	if err := os.Remove(digestFile); err != nil && !os.IsNotExist(err) {
+		return out, fmt.Errorf("download cache: %w", err)
 	}
 	if err := os.Rename(part, final); err != nil {
 		return out, fmt.Errorf("download cache: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -164,3 +165,53 @@ func TestInterruptedDownloadNamesTheUsersURLAndVolume(t *testing.T) {
 type reporterFunc func(progress.Event)
 
 func (f reporterFunc) Report(ev progress.Event) { f(ev) }
+
+// Issues 31 and 32, item 4: a --sha256 the cached, verified zip does not
+// match costs only the new download; the cached zip stays, and a later run
+// with its digest uses it without a request.
+func TestFetchWrongPinKeepsTheVerifiedCachedZip(t *testing.T) {
+	body, sum := payload(1 << 20)
+	fs := &fileServer{body: body}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	dir := t.TempDir()
+	o := fastOpts(srv.URL+"/food11.zip", dir)
+	o.SHA256 = sum
+	f, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+
+	// The server now serves another file, and the user pins a wrong digest.
+	fs.body, _ = payload(1<<20 + 1)
+	o.SHA256 = strings.Repeat("ab", 32)
+	_, err = Fetch(context.Background(), o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--sha256 pins")
+	assert.Contains(t, err.Error(), "the cached download "+f.Path+" (sha256 "+sum+") is kept")
+	assert.Len(t, fs.requests(), 2)
+	got, err := os.ReadFile(f.Path)
+	require.NoError(t, err)
+	assert.Equal(t, body, got, "the verified zip is still in the cache")
+	_, err = os.Stat(f.Path + ".part")
+	assert.True(t, os.IsNotExist(err), "the new, refused download is gone")
+
+	o.SHA256 = sum
+	f2, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+	assert.True(t, f2.FromCache)
+	assert.Equal(t, sum, f2.SHA256)
+	assert.Len(t, fs.requests(), 2, "no third download")
+
+	// A new download that matches its pin replaces the cached one.
+	newBody, newSum := payload(1<<20 + 1)
+	o.SHA256 = newSum
+	f3, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+	assert.False(t, f3.FromCache)
+	got, err = os.ReadFile(f3.Path)
+	require.NoError(t, err)
+	assert.Equal(t, newBody, got)
+	o.SHA256 = ""
+	f4, err := Fetch(context.Background(), o)
+	require.NoError(t, err)
+	assert.Equal(t, newSum, f4.SHA256, "the cache records the new digest")
+}
