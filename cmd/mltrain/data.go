@@ -79,6 +79,7 @@ func (a *app) dataCmd() *cobra.Command {
 	fl.StringVar(&o.Volume, "volume", food11.DefaultVolume, "Docker volume to load")
 	fl.BoolVar(&o.Force, "force", false, "rebuild the volume even if it already holds this zip")
 	fl.BoolVar(&o.Strict, "strict", false, "counts that differ from the published Food-11 are an error, not a warning")
+	fl.BoolVar(&o.AllowMissingClasses, "allow-missing-classes", false, "load a zip in which a split lacks a whole class (refused by default: the class folder would be empty, and training's ImageFolder refuses an empty one)")
 	fl.BoolVar(&o.Lock.NoWait, "no-wait", false, "fail at once when another load of the volume runs, instead of waiting for it")
 	fl.BoolVar(&verify, "verify", false, "check the existing volume against its manifest and the published counts; load nothing")
 	f11.MarkFlagsMutuallyExclusive("url", "zip")

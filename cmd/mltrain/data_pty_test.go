@@ -83,7 +83,7 @@ func canonicalZip(t *testing.T) string {
 }
 
 // offZip has no validation/class_10 (3,119 validation images) and 3,000
-// evaluation images: loaded, with three warnings.
+// evaluation images: loaded with --allow-missing-classes, with three warnings.
 func offZip(t *testing.T) string {
 	return food11Zip(t, "food11-off.zip", map[string]int{"training": 9866, "validation": 3430, "evaluation": 3000}, "validation", 10)
 }
@@ -152,7 +152,7 @@ func TestDataFood11WithWarningsInATerminal(t *testing.T) {
 	eng := dockertest.Engine(t)
 	zip := offZip(t)
 	vol := testVolume(t, eng)
-	run := runTerm(t, TermOptions{Args: dataArgs(zip, vol), Env: []string{"MLTRAIN_STATE_DIR=" + t.TempDir()}})
+	run := runTerm(t, TermOptions{Args: append(dataArgs(zip, vol), "--allow-missing-classes"), Env: []string{"MLTRAIN_STATE_DIR=" + t.TempDir()}})
 
 	assert.Equal(t, 0, run.Code)
 	assert.GreaterOrEqual(t, run.Redraws, 1)
@@ -173,7 +173,8 @@ func TestDataFood11Piped(t *testing.T) {
 	zip := offZip(t)
 	vol := testVolume(t, eng)
 	env := []string{"MLTRAIN_STATE_DIR=" + t.TempDir()}
-	stdout, stderr, code := runPiped(t, env, dataArgs(zip, vol)...)
+	args := append(dataArgs(zip, vol), "--allow-missing-classes")
+	stdout, stderr, code := runPiped(t, env, args...)
 
 	assert.Equal(t, 0, code, stderr)
 	assert.False(t, ansi(stdout+stderr), "no escape sequences in a pipe:\n%q", stderr)
@@ -189,7 +190,7 @@ func TestDataFood11Piped(t *testing.T) {
 	assert.Contains(t, stdout, "volume "+vol+" loaded: sha256 ")
 
 	// A second run finds the load done; --json makes stderr events, stdout the result.
-	stdout, stderr, code = runPiped(t, env, append(dataArgs(zip, vol), "--json")...)
+	stdout, stderr, code = runPiped(t, env, append(args, "--json")...)
 	assert.Equal(t, 0, code, stderr)
 	assert.False(t, ansi(stdout+stderr))
 	var kinds []progress.Kind

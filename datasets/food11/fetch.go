@@ -1,6 +1,7 @@
 package food11
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,6 +35,8 @@ type FetchOptions struct {
 	MaxTries     uint          // attempts in all; 8 when 0
 	Backoff      time.Duration // first wait between attempts; 1s when 0
 	Reporter     progress.Reporter
+
+	again []string // the user's load as command words, for next steps (set by Run)
 }
 
 // Fetched is a zip in the cache.
@@ -78,8 +81,12 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		o.Client = &http.Client{}
 	}
 	o.SHA256 = strings.ToLower(strings.TrimSpace(o.SHA256))
+	again := againOf(o.again, "--url", o.URL)
 	if o.SHA256 != "" && !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(o.SHA256) {
 		return Fetched{}, clierr.Hintf("pass the zip's SHA-256 as 64 hex digits, e.g. from 'sha256sum Food-11.zip'", "--sha256 %q is not a SHA-256 digest", o.SHA256)
+	}
+	if err := checkURL(o.URL, again); err != nil {
+		return Fetched{}, err
 	}
 	if err := os.MkdirAll(o.CacheDir, 0o755); err != nil {
 		return Fetched{}, fmt.Errorf("download cache %s: %w", o.CacheDir, err)
@@ -89,15 +96,15 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	part, digestFile := final+".part", final+".sha256"
 	out := Fetched{Path: final, URL: o.URL}
 
+	cached := "" // the digest of a complete download kept in the cache, which this one must not cost
 	if d, size, ok := readDigestFile(digestFile, final); ok {
 		if o.SHA256 == "" || o.SHA256 == d {
 			out.SHA256, out.Size, out.FromCache = d, size, true
 			progress.Note(o.Reporter, fmt.Sprintf("using the cached download %s", final))
 			return out, nil
 		}
-		progress.Note(o.Reporter, fmt.Sprintf("cached %s has sha256 %s, not the pinned %s: downloading again", final, short(d), short(o.SHA256)))
-		os.Remove(final)
-		os.Remove(digestFile)
+		cached = d
+		progress.Note(o.Reporter, fmt.Sprintf("cached %s has sha256 %s, not the pinned %s: downloading again beside it", final, short(d), short(o.SHA256)))
 	} else if _, err := os.Stat(final); err == nil {
 		// Killed between the rename and the digest file: check it by resuming.
 		if _, err := os.Stat(part); os.IsNotExist(err) {
@@ -110,29 +117,24 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = o.Backoff
 	b.MaxInterval = 30 * o.Backoff
+	o.Client = redirectChecked(o.Client)
+	var st fetchState
 	attempt := 0
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		attempt++
-		return struct{}{}, fetchOnce(ctx, o, part, step)
+		err := fetchOnce(ctx, o, part, step, &st)
+		var perm *backoff.PermanentError
+		st.permanent = errors.As(err, &perm)
+		return struct{}{}, err
 	}, backoff.WithBackOff(b), backoff.WithMaxTries(o.MaxTries), backoff.WithMaxElapsedTime(0),
 		backoff.WithNotify(func(err error, wait time.Duration) {
 			progress.Say(o.Reporter, step, fmt.Sprintf("attempt %d failed (%v); retrying in %s", attempt, err, wait.Round(100*time.Millisecond)))
 		}))
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("download of %s interrupted (%w); the partial file %s is kept and resumed next time", o.URL, ctx.Err(), part)
-		} else {
-			err = fmt.Errorf("download %s failed after %d attempt%s: %w", o.URL, attempt, plural(attempt, "", "s"), err)
-		}
-		progress.Failed(o.Reporter, step, err)
 		if fi, serr := os.Stat(part); serr == nil && fi.Size() == 0 {
 			os.Remove(part)
 		}
-		var he *HTTPError
-		if errors.As(err, &he) && he.Code < 500 {
-			return out, clierr.WithHint(err, "check the URL, pass another mirror with --url, or a local copy with --zip PATH")
-		}
-		return out, clierr.WithNext(err, clierr.Step("run '%s' again to resume, pass another mirror with --url, or a local copy with --zip PATH", "data", "food11"))
+		return out, st.failed(ctx, err, o, part, step, attempt, again)
 	}
 	d, err := HashFile(ctx, part, o.Reporter)
 	if err != nil {
@@ -143,10 +145,18 @@ func Fetch(ctx context.Context, o FetchOptions) (Fetched, error) {
 		return out, err
 	}
 	if o.SHA256 != "" && d != o.SHA256 {
-		os.Remove(part) // a resumed file may be the corrupt part: start over next time
-		err := fmt.Errorf("download %s has sha256 %s, but --sha256 pins %s", o.URL, d, o.SHA256)
+		os.Remove(part) // only the new download: a resumed file may be the corrupt part
+		err := fmt.Errorf("download %s has sha256 %s, but --sha256 pins %s; it was deleted", o.URL, d, o.SHA256)
+		if cached != "" {
+			err = fmt.Errorf("%w, and the cached download %s (sha256 %s) is kept", err, final, cached)
+		}
 		progress.Failed(o.Reporter, step, err)
-		return out, clierr.WithHint(err, "check the --sha256 value and the URL; the partial file was deleted, so a re-run downloads from scratch")
+		return out, clierr.WithHint(err, "check the --sha256 value and the URL")
+	}
+	// The old digest goes first: a run killed before the new one is written
+	// finds a zip without a digest and checks it, never trusts the old one.
+	if err := os.Remove(digestFile); err != nil && !os.IsNotExist(err) {
+		return out, fmt.Errorf("download cache: %w", err)
 	}
 	if err := os.Rename(part, final); err != nil {
 		return out, fmt.Errorf("download cache: %w", err)
@@ -180,9 +190,10 @@ func readDigestFile(digestFile, zipPath string) (string, int64, bool) {
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 
-// fetchOnce is one attempt: it appends to part from where it ends.
-// Errors wrapped in backoff.Permanent are not retried.
-func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
+// fetchOnce is one attempt: it appends to part from where it ends, and
+// notes in st whether the server resumes. Errors wrapped in
+// backoff.Permanent are not retried.
+func fetchOnce(ctx context.Context, o FetchOptions, part, step string, st *fetchState) error {
 	f, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return backoff.Permanent(fmt.Errorf("download cache: %w", err))
@@ -197,7 +208,7 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, o.URL, nil)
 	if err != nil {
-		return backoff.Permanent(clierr.WithHint(fmt.Errorf("download URL %q: %w", o.URL, err), "pass an http(s) URL to --url"))
+		return backoff.Permanent(fmt.Errorf("download URL %q: %w", o.URL, err))
 	}
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
@@ -210,6 +221,7 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 		return attemptErr(actx, err)
 	}
 	defer resp.Body.Close()
+	st.sawRanges(resp, have > 0)
 
 	total := int64(-1)
 	switch resp.StatusCode {
@@ -257,14 +269,25 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 		return backoff.Permanent(herr) // 404 and friends: retrying cannot help
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/html" {
-		return backoff.Permanent(fmt.Errorf("GET %s returned an HTML page, not a zip (a login or expired share link?)", o.URL))
+		return backoff.Permanent(htmlError(o.URL))
+	}
+	body := io.Reader(resp.Body)
+	if have == 0 {
+		// A page served as a file (a login, an expired share link) is no
+		// zip however often it is fetched: its first bytes say so.
+		br := bufio.NewReaderSize(resp.Body, 512)
+		if head, _ := br.Peek(512); isHTML(head) {
+			_ = f.Truncate(0)
+			return backoff.Permanent(htmlError(o.URL))
+		}
+		body = br
 	}
 
 	buf := make([]byte, 256<<10)
 	got := have
 	last := time.Time{}
 	for {
-		n, rerr := resp.Body.Read(buf)
+		n, rerr := body.Read(buf)
 		if n > 0 {
 			w.kick()
 			if _, err := f.Write(buf[:n]); err != nil {
@@ -290,12 +313,13 @@ func fetchOnce(ctx context.Context, o FetchOptions, part, step string) error {
 	return nil
 }
 
-// attemptErr names a stall as such; a cancelled run is not retried.
+// attemptErr names a stall as such; a cancelled run, a bad redirect and a
+// certificate the client refuses are not retried.
 func attemptErr(actx context.Context, err error) error {
 	if cause := context.Cause(actx); errors.Is(cause, ErrStalled) {
 		return fmt.Errorf("%w: no data received in time", ErrStalled)
 	}
-	if actx.Err() != nil {
+	if actx.Err() != nil || permanentTransportErr(err) {
 		return backoff.Permanent(err)
 	}
 	return err

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 )
 
@@ -172,7 +171,7 @@ func TestFetch404IsNotRetried(t *testing.T) {
 	assert.Equal(t, 404, he.Code)
 	assert.Contains(t, err.Error(), "/gone.zip")
 	assert.Contains(t, err.Error(), "after 1 attempt:")
-	assert.Contains(t, clierr.Hint(err), "check the URL")
+	assert.Contains(t, nextOf(t, err), "check the URL")
 }
 
 func TestFetchRetries5xx(t *testing.T) {

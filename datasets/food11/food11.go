@@ -18,7 +18,10 @@
 // removing and recreating it (mltrain's dataset volumes hold only the
 // dataset; a volume mltrain did not create needs --force) before loading
 // again. The engine refuses to remove a volume a container mounts, so a
-// rebuild never pulls the data from under a running worker.
+// rebuild never pulls the data from under a running worker. A complete
+// dataset is emptied only for a zip known to be whole: its layout and
+// classes are checked from the central directory, and every image is read
+// and its CRC-32 checked, before the volume is touched (check.go).
 package food11
 
 import (

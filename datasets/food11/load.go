@@ -28,11 +28,22 @@ type LoadOptions struct {
 	Force  bool   // rebuild even when the volume already holds this zip
 	Strict bool   // counts that differ from the published Food-11 are an error
 	Method string // MethodAuto, MethodExtractor or MethodArchive
+	// AllowMissingClasses loads a zip in which a split lacks a whole class
+	// (an empty class folder) instead of refusing it.
+	AllowMissingClasses bool
 
 	HelperImage string            // DefaultHelperImage when empty
 	Labels      map[string]string // extra labels on the volume, helper image and container
 	Reporter    progress.Reporter
 	Lock        LockOptions // who loads, and whether to wait for another load of the volume
+
+	again []string // the user's command as words, for next steps (set by Run)
+}
+
+// againWords is the load as command words for next steps: Run's, or a
+// load of the zip into the volume.
+func (o LoadOptions) againWords() []string {
+	return againOf(o.again, "--zip", o.Zip, "--volume", o.Volume)
 }
 
 // LoadResult says what a load did.
@@ -61,7 +72,7 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 		return LoadResult{Volume: o.Volume}, err
 	}
 	defer lk.Release()
-	if err := checkZip(o.Zip); err != nil { // before the volume is made
+	if err := checkZip(o.Zip, o); err != nil { // before the volume is made
 		return LoadResult{Volume: o.Volume}, err
 	}
 	h, err := openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, true)
@@ -69,6 +80,7 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 		return LoadResult{Volume: o.Volume}, err
 	}
 	defer h.close()
+	h.again = o.againWords()
 	m, err := h.readManifest(ctx)
 	if err != nil {
 		return LoadResult{Volume: o.Volume}, err
@@ -76,34 +88,12 @@ func Load(ctx context.Context, eng docker.Engine, o LoadOptions) (LoadResult, er
 	return load(ctx, h, m, o)
 }
 
-// checkZip refuses, before any volume is made or touched, a file that is not
-// a readable zip, whose entries claim sizes the file cannot hold, or whose
-// entries do not fit Food-11's layout (traversal, links, other folders).
-func checkZip(path string) error {
-	zr, err := openZip(path)
-	if err != nil {
-		return err
-	}
-	defer zr.Close()
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("zip %s: %w", path, err)
-	}
-	if err := checkSizes(&zr.Reader, fi.Size(), path); err != nil {
-		return err
-	}
-	if _, err := makePlan(&zr.Reader, path); err != nil {
-		return clierr.WithHint(err, layoutHint)
-	}
-	return nil
-}
-
-const layoutHint = "use the course's Food-11 zip (the default URL) or pass a zip in its layout: training|validation|evaluation/<class>_<n>.jpg"
-
 // load is Load with the helper open and the current manifest (nil if none) read.
 func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadResult, error) {
 	res := LoadResult{Volume: o.Volume}
 	rep := o.Reporter
+	again := o.againWords()
+	h.again = again
 	if o.Method != MethodAuto && o.Method != MethodExtractor && o.Method != MethodArchive {
 		return res, clierr.Hintf(fmt.Sprintf("use %q, %q or leave it empty", MethodExtractor, MethodArchive), "unknown load method %q", o.Method)
 	}
@@ -129,7 +119,7 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	if cur != nil && !o.Force && strings.EqualFold(cur.Source.SHA256, src.SHA256) {
 		res.NoOp, res.Manifest = true, *cur
 		res.Warnings = CheckCanonical(cur.Counts)
-		return res, strictErr(o.Strict, o.Volume, res.Warnings)
+		return res, strictErr(o.Strict, o.Volume, res.Warnings, again)
 	}
 
 	// Check the whole zip from its central directory before touching the volume.
@@ -137,10 +127,14 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	if err != nil {
 		return res, clierr.WithHint(err, layoutHint)
 	}
+	if err := missingClasses(p, o.Zip, o); err != nil {
+		return res, err
+	}
 	res.Warnings = CheckCanonical(p.counts)
 	if o.Strict && len(res.Warnings) > 0 {
-		return res, clierr.WithHint(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
-			"drop --strict to load it anyway, or use the course's zip")
+		return res, clierr.WithNext(fmt.Errorf("%s does not match the published Food-11 (--strict): %s", o.Zip, strings.Join(res.Warnings, "; ")),
+			clierr.Next{Text: "load it anyway with '%s', or the course's zip with '%s'",
+				Commands: [][]string{withoutFlag(again, "--strict", false), withCourseZip(again)}})
 	}
 	if p.skipped > 0 {
 		progress.Note(rep, fmt.Sprintf("ignored %d macOS metadata entries in %s", p.skipped, filepath.Base(o.Zip)))
@@ -158,6 +152,14 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 		if !h.labelled && !o.Force {
 			return res, &RerunError{Err: fmt.Errorf("volume %s already holds a %s folder that mltrain did not load (no mltrain label or manifest)", o.Volume, Root),
 				Do: "to replace the volume's content add --force (or load into another volume with --volume NAME)", Force: true}
+		}
+		// A complete dataset, mltrain's or another loader's, is replaced
+		// only by a zip known to be whole: every image is read and its
+		// CRC-32 checked before the volume is emptied.
+		if cur != nil || !h.labelled {
+			if err := checkEntries(ctx, p, o.Zip, rep); err != nil {
+				return res, damaged(fmt.Errorf("%w; volume %s was not touched", err, o.Volume), o)
+			}
 		}
 		progress.Note(rep, fmt.Sprintf("emptying volume %s before loading (%s)", o.Volume, staleReason(cur, o.Force)))
 		if err := h.empty(ctx); err != nil {
@@ -186,13 +188,15 @@ func load(ctx context.Context, h *helper, cur *Manifest, o LoadOptions) (LoadRes
 	return res, nil
 }
 
-// strictErr is the --strict verdict on a volume left as it was.
-func strictErr(strict bool, volume string, warnings []string) error {
+// strictErr is the --strict verdict on a volume left as it was; again is
+// the user's command as words.
+func strictErr(strict bool, volume string, warnings []string, again []string) error {
 	if !strict || len(warnings) == 0 {
 		return nil
 	}
 	return clierr.WithNext(fmt.Errorf("volume %s does not match the published Food-11 (--strict): %s", volume, strings.Join(warnings, "; ")),
-		clierr.Step("load the course's zip with '%s', or drop --strict", "data", "food11", "--force"))
+		clierr.Next{Text: "load the course's zip with '%s', or keep this one with '%s'",
+			Commands: [][]string{withFlags(withCourseZip(again), "--force"), withoutFlag(again, "--strict", false)}})
 }
 
 func staleReason(cur *Manifest, force bool) string {

@@ -194,6 +194,7 @@ func TestLoadWrapperFolderDeflateAndWarnings(t *testing.T) {
 	_, err = Verify(ctx, e.eng, VerifyOptions{Volume: e.volume, HelperImage: e.image, Labels: e.labels, Strict: true})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--strict")
+	assert.Contains(t, nextOf(t, err), "'mltrain data food11 --force --volume "+e.volume+"'", "the course's zip goes into the user's volume")
 
 	// --strict on load refuses before writing anything into a fresh volume.
 	e2 := newEnv(t)

@@ -23,6 +23,9 @@ type Options struct {
 	Force    bool
 	Strict   bool
 	Method   string // MethodAuto, MethodExtractor or MethodArchive
+	// AllowMissingClasses loads a zip in which a split lacks a whole class
+	// (an empty class folder) instead of refusing it.
+	AllowMissingClasses bool
 
 	HelperImage string
 	Labels      map[string]string
@@ -47,10 +50,13 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	if o.Zip != "" && o.URL != "" {
 		return Result{}, clierr.Hintf("pass one source", "--zip and --url are mutually exclusive")
 	}
+	again := o.again() // before the default URL: a hint names only what the user gave
 	if o.Zip == "" && o.URL == "" {
 		o.URL = DefaultURL
 	}
 	pin := strings.ToLower(strings.TrimSpace(o.SHA256))
+	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method, AllowMissingClasses: o.AllowMissingClasses,
+		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock, again: again}
 	lk, err := lockVolume(ctx, o.Volume, o.Lock, o.Reporter)
 	if err != nil {
 		return Result{}, err
@@ -58,7 +64,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	defer lk.Release()
 	if o.Zip != "" {
 		// A zip that would be refused is refused before the volume is made.
-		if err := checkZip(o.Zip); err != nil {
+		if err := checkZip(o.Zip, lo); err != nil {
 			return Result{}, err
 		}
 	}
@@ -73,6 +79,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		if h, err = openHelper(ctx, eng, o.Volume, o.HelperImage, o.Labels, false); err != nil {
 			return Result{}, err
 		}
+		h.again = again
 		if cur, err = h.readManifest(ctx); err != nil {
 			return Result{}, err
 		}
@@ -83,13 +90,11 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 		res.NoOp, res.Manifest, res.Digest = true, *cur, cur.Source.SHA256
 		res.Warnings = CheckCanonical(cur.Counts)
 		progress.Note(o.Reporter, fmt.Sprintf("volume %s already holds %s (sha256 %s)", o.Volume, o.URL, short(cur.Source.SHA256)))
-		return res, strictErr(o.Strict, o.Volume, res.Warnings)
+		return res, strictErr(o.Strict, o.Volume, res.Warnings, again)
 	}
 
-	lo := LoadOptions{Zip: o.Zip, Volume: o.Volume, Force: o.Force, Strict: o.Strict, Method: o.Method,
-		HelperImage: o.HelperImage, Labels: o.Labels, Reporter: o.Reporter, Lock: o.Lock}
 	if o.URL != "" {
-		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter})
+		f, err := Fetch(ctx, FetchOptions{URL: o.URL, CacheDir: o.CacheDir, SHA256: pin, Client: o.Client, Reporter: o.Reporter, again: again})
 		if err != nil {
 			return res, err
 		}
@@ -108,7 +113,7 @@ func Run(ctx context.Context, eng docker.Engine, o Options) (Result, error) {
 	}
 	res.Digest = lo.Source.SHA256
 	if o.URL != "" {
-		if err := checkZip(lo.Zip); err != nil {
+		if err := checkZip(lo.Zip, lo); err != nil {
 			return res, err
 		}
 	}

@@ -104,7 +104,7 @@ func Verify(ctx context.Context, eng docker.Engine, o VerifyOptions) (Report, er
 	}
 	if o.Strict && len(rep.Warnings) > 0 {
 		rep.Problems = append(rep.Problems, "counts differ from the published Food-11 (--strict)")
-		next = clierr.Step("load the course's Food-11 zip with '%s', or drop --strict", "data", "food11", "--force")
+		next = clierr.Step("load the course's Food-11 zip with '%s', or drop --strict", "data", "food11", "--force", "--volume", o.Volume)
 	}
 	rep.OK = len(rep.Problems) == 0
 	if !rep.OK {

@@ -36,6 +36,13 @@ type helper struct {
 	id       string
 	labelled bool // the volume carries LabelDataset: its content is mltrain's
 	vol      docker.Volume
+	again    []string // the user's load as command words, for next steps; nil outside a load
+}
+
+// rerun is the words that load the volume again: the user's load, or a
+// load into this volume.
+func (h *helper) rerun(flags ...string) []string {
+	return withFlags(againOf(h.again, "--volume", h.volume), flags...)
 }
 
 // volumeLabels are the labels a dataset volume is created with. `mltrain down`
@@ -203,7 +210,7 @@ func (h *helper) recreate(ctx context.Context) error {
 	if err := h.eng.VolumeRemove(ctx, h.volume); err != nil {
 		if docker.IsConflict(err) {
 			return clierr.WithNext(fmt.Errorf("dataset volume %s must be emptied for the new load but is in use by a container: %w", h.volume, err),
-				clierr.Next{Text: "stop the containers that mount it ('%s' keeps the volume), then run '%s' again", Commands: [][]string{{"down"}, {"data", "food11"}}})
+				clierr.Next{Text: "stop the containers that mount it ('%s' keeps the volume), then run '%s' again", Commands: [][]string{{"down"}, h.rerun()}})
 		}
 		return fmt.Errorf("remove dataset volume %s to rebuild it: %w", h.volume, err)
 	}
@@ -251,7 +258,7 @@ func (h *helper) readManifest(ctx context.Context) (*Manifest, error) {
 		var m Manifest
 		if err := json.NewDecoder(io.LimitReader(tr, 1<<20)).Decode(&m); err != nil {
 			return nil, clierr.WithNext(fmt.Errorf("manifest %s in volume %s is unreadable: %w", rel, h.volume, err),
-				clierr.Step("rebuild the volume with '%s'", "data", "food11", "--force"))
+				clierr.Step("rebuild the volume with '%s'", h.rerun("--force")...))
 		}
 		if m.Counts == nil {
 			m.Counts = Counts{}
