@@ -119,6 +119,9 @@ func Interrupted(err error, sig syscall.Signal, rerun string) error {
 		msg += " during: " + what
 	}
 	next := fmt.Sprintf("run '%s' again to finish: a re-run converges from whatever is in place", rerun)
+	if errors.Is(err, ErrStartsOver) {
+		next = fmt.Sprintf("run '%s' again: it starts over", rerun)
+	}
 	if h := Hint(err); h != "" {
 		next = h + "; " + next
 	}
@@ -148,3 +151,8 @@ type marked struct{ err, kind error }
 
 func (m *marked) Error() string   { return m.err.Error() }
 func (m *marked) Unwrap() []error { return []error{m.err, m.kind} }
+
+// ErrStartsOver marks (Mark) the error of a command that a re-run does not
+// finish but starts again (an exercise submits new jobs): an interrupted
+// one's next step says so, not that a re-run converges.
+var ErrStartsOver = errors.New("a re-run starts over")

@@ -172,6 +172,7 @@ func (c *Client) Delete(ctx context.Context, id string) (bool, error) {
 type WaitOptions struct {
 	Poll     time.Duration  // between GETs; 1s when zero
 	OnChange func(Job)      // called when the status or message changes
+	OnPoll   func(Job)      // called after every successful poll
 	Until    func(Job) bool // stop condition; Terminal() when nil
 }
 
@@ -201,6 +202,9 @@ func (c *Client) Wait(ctx context.Context, id string, o WaitOptions) (Job, error
 				}
 			}
 			last, seen = j, true
+			if o.OnPoll != nil {
+				o.OnPoll(j)
+			}
 			if until(j) {
 				return j, nil
 			}

@@ -124,6 +124,9 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 		}
 	}
 	r.rec.Finished = env.Now()
+	if err != nil && ctx.Err() != nil {
+		err = r.interrupted(ctx, err)
+	}
 	if err != nil {
 		r.rec.OK = false
 		r.rec.Error = err.Error()

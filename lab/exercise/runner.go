@@ -190,9 +190,10 @@ func (r *runner) wait(ctx context.Context, i int) (ray.Job, error) {
 	jr := &r.rec.Jobs[i]
 	wctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
+	pw := &pendingWatch{r: r}
 	j, err := r.env.Ray.Wait(wctx, jr.SubmissionID, ray.WaitOptions{Poll: r.o.Poll, OnChange: func(j ray.Job) {
 		r.say("%s: %s", jr.SubmissionID, j.Status)
-	}})
+	}, OnPoll: func(j ray.Job) { pw.poll(wctx, j) }})
 	r.fill(ctx, i, j)
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
