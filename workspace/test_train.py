@@ -173,3 +173,15 @@ class EventTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DefaultRunNameTest(unittest.TestCase):
+    def test_a_ray_job_names_its_run_after_its_submission_id(self):
+        env = {"RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps({"runtime_env": {}, "metadata": {"job_submission_id": "raysubmit_abc"}})}
+        self.assertEqual(train.default_run_name("ray", env), "food11-ray-raysubmit_abc")
+
+    def test_outside_a_job_two_names_never_collide(self):
+        names = {train.default_run_name("ray", {}) for _ in range(50)}
+        self.assertEqual(len(names), 50)
+        for env in ({"RAY_JOB_CONFIG_JSON_ENV_VAR": "not json"}, {"RAY_JOB_CONFIG_JSON_ENV_VAR": "[]"}):
+            self.assertTrue(train.default_run_name("tune", env).startswith("food11-tune-"))

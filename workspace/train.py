@@ -56,9 +56,11 @@ line after the marker, always with "event" and "time" = Unix seconds):
 """
 
 import argparse
+import json
 import os
 import sys
 import time
+import uuid
 
 # Ray folds log lines that differ only in numbers ("[repeated 2x across
 # cluster]"); the per-worker event lines must all reach the job log.
@@ -159,8 +161,27 @@ def parse_args(argv=None):
     if args.keep_checkpoints < 0:
         p.error("--keep-checkpoints must be 0 (keep all) or more")
     if args.run_name is None:
-        args.run_name = "food11-%s-%s" % (args.mode, time.strftime("%Y%m%d-%H%M%S"))
+        args.run_name = default_run_name(args.mode)
     return args
+
+
+def default_run_name(mode, environ=None):
+    """A run of its own for every job: Ray Train reloads an existing run's
+    checkpoint state, so two jobs sharing a name (three pasted in the same
+    second) would resume from each other. Under a Ray job the name is the
+    job's submission id: Ray's JobSupervisor hands the driver its job config,
+    metadata["job_submission_id"] included, in RAY_JOB_CONFIG_JSON_ENV_VAR
+    (dashboard/modules/job/job_supervisor.py). Elsewhere: time plus a random
+    suffix. Pass --run-name to continue a run."""
+    environ = os.environ if environ is None else environ
+    try:
+        meta = json.loads(environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR") or "{}").get("metadata") or {}
+        sid = meta.get("job_submission_id")
+    except (ValueError, AttributeError):
+        sid = None
+    if sid:
+        return "food11-%s-%s" % (mode, sid)
+    return "food11-%s-%s-%s" % (mode, time.strftime("%Y%m%d-%H%M%S"), uuid.uuid4().hex[:6])
 
 def make_config(args):
     """The training config every process gets (driver, Train workers, trials)."""

@@ -50,6 +50,11 @@ const (
 // `sleep N` sleeps N seconds; other entrypoints succeed at once.
 func (t TrainPy) Program(j *Job) Program {
 	a := parseArgs(j.Request.Entrypoint)
+	if a.run == "" {
+		// train.py's default: the job's submission id, which Ray hands the
+		// driver in RAY_JOB_CONFIG_JSON_ENV_VAR's metadata.
+		a.run = "food11-" + a.mode + "-" + j.ID
+	}
 	if f := strings.Fields(j.Request.Entrypoint); len(f) == 2 && f[0] == "sleep" {
 		n, _ := strconv.ParseFloat(f[1], 64)
 		return &sleepRun{d: time.Duration(n * float64(time.Second))}
@@ -135,9 +140,6 @@ func parseArgs(entry string) args {
 	}
 	if a.keep < 0 {
 		a.keep = int(d[2])
-	}
-	if a.run == "" {
-		a.run = "food11-" + a.mode
 	}
 	return a
 }

@@ -255,3 +255,32 @@ func TestATrainPyMayResumeFromACheckpointOfItsOwnChoosing(t *testing.T) {
 	}
 	assert.Equal(t, []float64{8, 9}, after, "it trains on from the epoch it chose")
 }
+
+// The by-hand fractional step pasted three times in the same second (no
+// --run-name): each job trains a run of its own, named after its
+// submission id as train.py names it, so none resumes from another's
+// checkpoints.
+func TestJobsWithoutARunNameTrainRunsOfTheirOwn(t *testing.T) {
+	c, clk, _, b := trainLab(t, raymodel.TrainPy{Epoch: time.Second, Register: 500 * time.Millisecond, Restart: time.Second})
+	entry := "python train.py --mode ray --gpu-fraction 0.5 --cpus-per-worker 4 --epochs 2"
+	ids := []string{"raysubmit_a", "raysubmit_b", "raysubmit_c"}
+	for _, id := range ids {
+		_, err := c.Submit(id, ray.SubmitRequest{Entrypoint: entry})
+		require.NoError(t, err)
+	}
+	runs := map[string]bool{}
+	for _, id := range ids {
+		j := run(t, c, clk, id, nil)
+		require.Equal(t, ray.Succeeded, j.Status, j.Logs)
+		_, res := events(j.Logs)
+		assert.Equal(t, "food11-ray-"+id, res["run"])
+		runs[res["run"].(string)] = true
+		assert.True(t, b.has("ray/food11-ray-"+id+"/checkpoint_epoch_000001/checkpoint.ckpt"), "the run's own checkpoints")
+		for _, e := range of(mustEvents(j.Logs), "resume") {
+			t.Errorf("job %s resumed from %v: a fresh run has nothing to resume", id, e["checkpoint"])
+		}
+	}
+	assert.Len(t, runs, 3)
+}
+
+func mustEvents(logs string) []ev { es, _ := events(logs); return es }
