@@ -80,7 +80,7 @@ func runInfeasible(ctx context.Context, r *runner) error {
 		obs.PendingSeconds, obs.JobMessage, maxGPU, obs.AliveNodes, demand)
 	switch {
 	case r.o.Keep:
-		r.rec.Observed += "; the job was left pending (--keep): end it by killing its supervisor actor (" + ray.SupervisorActorName(id) + ") on the dashboard's Actors page; 'ray job stop' leaves it PENDING until Ray fails it after 15 minutes"
+		r.rec.Observed += "; the job was left pending (--keep): end it by killing its supervisor actor (" + ray.SupervisorActorName(id) + ") on the dashboard's Actors page; 'ray job stop' may leave it PENDING until Ray's start timeout fails it"
 	case obs.StoppedAfter:
 		r.rec.Observed += fmt.Sprintf("; then ended it by %s (Ray: %s %s)", obs.EndedBy, last.Status, last.ErrorType)
 	}

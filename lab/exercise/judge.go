@@ -62,7 +62,7 @@ func judgeInfeasible(rec Record) []string {
 		p = append(p, fmt.Sprintf("Ray's cluster status did not list job %s's {'GPU': 2.0} demand within %.0fs", jr.SubmissionID, obs.PendingSeconds))
 	}
 	if obs.StayedPending && !obs.Kept && !jr.Status.Terminal() {
-		p = append(p, fmt.Sprintf("job %s was left %s: it holds a pending demand until Ray fails it after 15 minutes", jr.SubmissionID, jr.Status))
+		p = append(p, fmt.Sprintf("job %s was left %s: it holds a pending demand until Ray's start timeout fails it", jr.SubmissionID, jr.Status))
 	}
 	return p
 }
