@@ -256,6 +256,16 @@ func TestFaultTable(t *testing.T) {
 			assert.NoError(f.t, err, "the credentials are kept")
 		},
 	}, {
+		name: "a dropped SSH session (SIGHUP) during a first up",
+		meet: func(f *faultLab) outcome { return f.signalledUp(syscall.SIGHUP) },
+		code: 129,
+		say:  `interrupted`,
+		next: `^rolled back: this first up's containers were removed; its volumes and the state dir's credentials and compose\.yaml are kept; run 'mltrain up .*' again to finish`,
+		fix:  func() string { return "mltrain up --project " + f.project + " --state-dir " + f.stateDir },
+		survive: func(f *faultLab) {
+			assert.Empty(f.t, f.ids(), "the first up's containers were rolled back")
+		},
+	}, {
 		name:    "SIGKILL during a first up",
 		meet:    func(f *faultLab) outcome { return f.signalledUp(syscall.SIGKILL) },
 		code:    137,

@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mltrain/mltrain/datasets/food11"
 	"github.com/mltrain/mltrain/internal/progress"
@@ -22,14 +24,17 @@ func main() {
 	os.Exit(report(os.Stderr, interrupted(ctx, err, os.Args[1:])))
 }
 
-// withSignals returns a context that SIGINT or SIGTERM cancels with the
-// signal as its cause, so commands stop, clean up and return, and main says
-// what was interrupted. A second signal ends the process at once (a command
-// stuck in its cleanup), after showing the cursor the live view hid.
+// withSignals returns a context that SIGINT, SIGTERM or SIGHUP (a dropped
+// SSH session) cancels with the signal as its cause, so commands stop,
+// clean up (start a stopped worker again, end their Ray jobs) and return,
+// and main says what was interrupted. A second signal gives that cleanup
+// secondSignalGrace more, then ends the process (a command stuck in its
+// cleanup); a third ends it at once. Either way the cursor the live view
+// hid is shown again.
 func withSignals(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ch := make(chan os.Signal, 3)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -43,6 +48,14 @@ func withSignals(parent context.Context) (context.Context, func()) {
 			if liveTerminal(os.Stderr) {
 				_, _ = os.Stderr.WriteString(progress.ShowCursor + "\n")
 			}
+			_, _ = fmt.Fprintf(os.Stderr, "received %s again: cleaning up for at most %s more (once more ends mltrain at once)\n",
+				s.(syscall.Signal), secondSignalGrace)
+			select {
+			case <-ch:
+			case <-time.After(secondSignalGrace):
+			case <-done:
+				return
+			}
 			os.Exit(128 + int(s.(syscall.Signal)))
 		case <-done:
 		}
@@ -53,3 +66,6 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		cancel(nil)
 	}
 }
+
+// secondSignalGrace is how long a second signal leaves the cleanup.
+const secondSignalGrace = 10 * time.Second
