@@ -106,7 +106,7 @@ func TestStudentLabOnTheEngine(t *testing.T) {
 
 	stdout, stderr, code = runLong(t, s, 12*time.Minute, studentLabArgs(s)...)
 	require.Equal(t, 0, code, "lab all:\n%s\n%s", stdout, stderr)
-	assert.Regexp(t, `6 of 6 passed in \S+ \(under conditions: quick, fake data, .*CPU rehearsal\)\n$`, stdout, "lab all ends with its summary")
+	assert.Regexp(t, `6 of 6 passed in \S+ \(under conditions: quick, fake data, CPUs fitted to the lab, CPU rehearsal\)\n$`, stdout, "lab all ends with its summary")
 	assert.Contains(t, stdout, "CPUs asked by the course; this lab's workers have 1", "the exercises say how they fitted their requests")
 	for _, name := range exercise.Names() {
 		rec, err := exercise.LoadRecord(state.Dir(s.stateDir), name)

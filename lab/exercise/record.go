@@ -247,7 +247,7 @@ func (r Record) Conditions() []string {
 		c = append(c, "fake data")
 	}
 	if s := r.Sizing; s != nil && s.Asked != s.Course {
-		c = append(c, fmt.Sprintf("%g CPUs, the course's %g", s.Asked, s.Course))
+		c = append(c, fmt.Sprintf("%g CPUs of the course's %g", s.Asked, s.Course))
 	}
 	if r.Rehearsal {
 		c = append(c, "CPU rehearsal")

@@ -102,7 +102,9 @@ func TestCPUsFlagThatFitsNoWorkerIsRefused(t *testing.T) {
 }
 
 func TestSummaryCountsAndSaysTheConditions(t *testing.T) {
-	recs := []Record{{Exercise: "submit", OK: true, Quick: true}, {Exercise: "multi", OK: false}, {Exercise: "tune", OK: true}}
-	assert.Equal(t, "2 of 6 passed in 1m5s (under conditions: quick)", Summary(recs, 65*time.Second+300*time.Millisecond))
-	assert.Equal(t, "1 of 6 passed in 2s", Summary(recs[2:], 2*time.Second))
+	recs := []Record{{Exercise: "submit", OK: true, Quick: true, Sizing: &Sizing{Course: 8, Asked: 1}}, {Exercise: "multi", OK: false},
+		{Exercise: "fractional", OK: true, Sizing: &Sizing{Course: 4, Asked: 0.5}}, {Exercise: "tune", OK: true}}
+	assert.Equal(t, []string{"quick", "1 CPUs of the course's 8"}, recs[0].Conditions())
+	assert.Equal(t, "3 of 6 passed in 1m5s (under conditions: quick, CPUs fitted to the lab)", Summary(recs, 65*time.Second+300*time.Millisecond))
+	assert.Equal(t, "1 of 6 passed in 2s", Summary(recs[3:], 2*time.Second))
 }

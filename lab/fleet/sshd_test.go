@@ -103,7 +103,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	require.Len(t, hosts, 12)
 
 	var rec progress.Recorder
-	o := Options{Identity: identity, KnownHosts: known, Timeout: 5 * time.Second, Parallel: 4, Home: dir,
+	o := Options{Identity: identity, KnownHosts: known, Timeout: 15 * time.Second, Parallel: 4, Home: dir,
 		User: fleettest.User(t), Project: "p1", StateDir: "/tmp/a b", Progress: &rec}
 	ctx := context.Background()
 	t0 := time.Now()

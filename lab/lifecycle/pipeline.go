@@ -174,7 +174,7 @@ func renderStep(ctx context.Context, r *run) (string, error) {
 
 // portsStep refuses, before anything starts, host ports that are taken.
 func portsStep(ctx context.Context, r *run) (string, error) {
-	if err := checkPortsFree(ctx, r.deps.Engine, r.project, r.plan.Ports, r.cmds.Again()); err != nil {
+	if err := checkPortsFree(ctx, r.deps.Engine, r.project, r.plan.Ports, r.movedPorts(), r.cmds.Again()); err != nil {
 		return "", err
 	}
 	node := r.plan.Services()[0] // the head, or a joined host's first worker
@@ -259,4 +259,24 @@ func (l leftBehind) String() string {
 		return "the lab's containers are kept as they were left, some perhaps not ready"
 	}
 	return "no container was started; the state dir's credentials and compose.yaml are kept"
+}
+
+// movedPorts are the plan's host ports that the lab's recorded plan (the
+// state.json this run found) did not publish.
+func (r *run) movedPorts() map[int]bool {
+	var prev state.State
+	if err := r.dir.ReadJSON(state.StateFile, &prev); err != nil {
+		return nil // a first run: no container to recreate
+	}
+	was := map[int]bool{}
+	for _, p := range prev.Plan.Ports {
+		was[p] = true
+	}
+	moved := map[int]bool{}
+	for _, p := range r.plan.Ports {
+		if !was[p] {
+			moved[p] = true
+		}
+	}
+	return moved
 }

@@ -41,7 +41,10 @@ func ensureDataVolume(ctx context.Context, eng docker.Engine, p plan.Plan, rep p
 // checkPortsFree fails before anything starts when a host port the lab
 // publishes is held by something else, naming the holder and the --port
 // flag that moves the lab's port (names are the plan's port names).
-func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int, again string) error {
+// moved are the host ports this run publishes that the lab's recorded plan
+// did not: a service whose container exists is recreated on them, so they
+// are checked too.
+func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, named map[string]int, moved map[int]bool, again string) error {
 	all, err := eng.ContainerList(ctx, nil)
 	if err != nil {
 		return err
@@ -57,13 +60,13 @@ func checkPortsFree(ctx context.Context, eng docker.Engine, p *types.Project, na
 	}
 	for _, name := range p.ServiceNames() {
 		s := p.Services[name]
-		if have[name] {
-			continue
-		}
 		for _, pc := range s.Ports {
 			port, err := strconv.Atoi(pc.Published)
 			if err != nil {
 				continue // ranges are checked by compose.CheckPorts
+			}
+			if have[name] && !moved[port] {
+				continue
 			}
 			holder, held := ports.Holder(all, port)
 			if held && holder.Labels[labels.Project] == p.Name {

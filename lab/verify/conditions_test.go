@@ -29,27 +29,27 @@ func TestVerdictsCarryTheirConditions(t *testing.T) {
 	rep := f.run(Options{Only: []string{GroupExercises, GroupGPU}})
 	c := f.check("exercises.submit")
 	require.Equal(t, Pass, c.Status, c.Evidence)
-	want := []string{"quick", "0.5 CPUs, the course's 8", "CPU rehearsal"}
+	want := []string{"quick", "0.5 CPUs of the course's 8", "CPU rehearsal"}
 	assert.Equal(t, want, c.Conditions)
 	assert.Equal(t, 1, rep.Conditional)
 	assert.Empty(t, f.check("exercises.multi").Conditions, "a run at the course's size has none")
 
 	var table bytes.Buffer
 	require.NoError(t, WriteTable(&table, rep, false))
-	assert.Regexp(t, `PASS +exercises.submit +\(passed under conditions: quick, 0.5 CPUs, the course's 8, CPU rehearsal\) Ray has job`, table.String())
+	assert.Regexp(t, `PASS +exercises.submit +\(passed under conditions: quick, 0.5 CPUs of the course's 8, CPU rehearsal\) Ray has job`, table.String())
 	assert.Contains(t, table.String(), "1 of them only under conditions (marked)")
 
 	var junit bytes.Buffer
 	require.NoError(t, WriteJUnit(&junit, rep))
-	assert.Contains(t, junit.String(), "[quick, 0.5 CPUs, the course&#39;s 8, CPU rehearsal]")
+	assert.Contains(t, junit.String(), "[quick, 0.5 CPUs of the course&#39;s 8, CPU rehearsal]")
 
 	n := SingleNode("node1", rep)
 	assert.Equal(t, NodeRehearsed, n.State)
-	assert.Contains(t, n.Detail, "1 check(s) only under conditions: quick, 0.5 CPUs, the course's 8, CPU rehearsal")
+	assert.Contains(t, n.Detail, "1 check(s) only under conditions: quick, 0.5 CPUs of the course's 8, CPU rehearsal")
 	var page bytes.Buffer
 	require.NoError(t, WriteHTML(&page, "verify", []Node{n}, time.Now()))
 	html := page.String()
-	assert.Contains(t, html, "under conditions: quick, 0.5 CPUs, the course&#39;s 8, CPU rehearsal")
+	assert.Contains(t, html, "under conditions: quick, 0.5 CPUs of the course&#39;s 8, CPU rehearsal")
 	assert.Contains(t, html, `<span class="state rehearsed">rehearsed</span>`)
 	assert.Contains(t, html, "n/a (rehearsal)", "the GPU column of a lab without GPUs")
 	assert.False(t, strings.Contains(html, `title="1 passed, 0 skipped">ok<`), "no plain ok for a conditional group")
