@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -79,4 +81,53 @@ func AnonymousAccess(ctx context.Context, cfg Config, bucket, probeKey string) (
 		return nil, c.wrap("read "+bucket+"/"+probeKey+" anonymously", err)
 	}
 	return open, nil
+}
+
+// AnonymousActions are the actions a bucket policy document allows anyone
+// (Principal "*"), sorted; none when it is not a policy.
+func AnonymousActions(doc string) []string {
+	var p struct {
+		Statement []struct {
+			Effect    string
+			Principal json.RawMessage
+			Action    json.RawMessage
+		}
+	}
+	if json.Unmarshal([]byte(doc), &p) != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range p.Statement {
+		if st.Effect != "Allow" || !anyone(st.Principal) {
+			continue
+		}
+		for _, a := range oneOrMany(st.Action) {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// anyone says whether a policy's Principal is everyone: "*" or {"AWS": "*"}
+// ({"AWS": ["*"]}).
+func anyone(principal json.RawMessage) bool {
+	var aws struct{ AWS json.RawMessage }
+	if json.Unmarshal(principal, &aws) == nil && aws.AWS != nil {
+		return slices.Contains(oneOrMany(aws.AWS), "*")
+	}
+	return slices.Contains(oneOrMany(principal), "*")
+}
+
+// oneOrMany reads a policy field that is a string or a list of them.
+func oneOrMany(raw json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	_ = json.Unmarshal(raw, &many) // anything else names nothing
+	return many
 }
