@@ -35,8 +35,8 @@ The lab must have been brought up with 'mltrain up --allow-join'.`,
 			if a.json {
 				return printJSON(a.out, map[string]string{"command": line, "bundle": b.Encode(), "head": b.GCSAddress()})
 			}
-			fmt.Fprintln(a.errOut, "Run this on the other host (it holds the lab's secrets: do not paste it in a public channel; "+
-				"a space before it keeps it out of bash's history). It gives join the bundle on stdin, out of ps; "+
+			fmt.Fprintln(a.errOut, "Run this on the other host; it holds the lab's secrets: do not paste it in a public channel. "+
+				"It gives join the bundle on stdin, out of ps (a space before it keeps it out of bash's history where HISTCONTROL ignores spaces); "+
 				"or save the bundle in a file only you may read and run 'mltrain join --bundle-file FILE':")
 			_, err = fmt.Fprintln(a.out, line)
 			return err
