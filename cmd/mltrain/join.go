@@ -18,21 +18,26 @@ func (a *app) joinTokenCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "join-token",
 		Short: "Print the line that adds another host's GPUs to this lab (a secret)",
-		Long: `join-token prints one line, 'mltrain join <bundle>', to paste on another host: it
-carries the head's address and ports, the lab's Ray token and MinIO's bucket-limited
-user, and the Ray version and worker image to match. Treat it as a password. The lab
-must have been brought up with 'mltrain up --allow-join'.`,
+		Long: `join-token prints one line to paste on another host, "echo '<bundle>' | mltrain join -":
+the bundle carries the head's address and ports, the lab's Ray token and MinIO's
+bucket-limited user, and the Ray version and worker image to match. The line hands
+the bundle to join on its stdin through the shell's own echo, so no process on that
+host has it in its command line (ps, /proc/PID/cmdline); or save the bundle in a file
+only you may read and run 'mltrain join --bundle-file FILE'. Treat it as a password.
+The lab must have been brought up with 'mltrain up --allow-join'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := a.StateDir().MakeJoinBundle()
 			if err != nil {
 				return err
 			}
-			line := "mltrain join " + b.Encode()
+			line := joinLine(b)
 			if a.json {
-				return printJSON(a.out, map[string]string{"command": line, "head": b.GCSAddress()})
+				return printJSON(a.out, map[string]string{"command": line, "bundle": b.Encode(), "head": b.GCSAddress()})
 			}
-			fmt.Fprintln(a.errOut, "Run this on the other host (it holds the lab's secrets: do not paste it in a public channel):")
+			fmt.Fprintln(a.errOut, "Run this on the other host; it holds the lab's secrets: do not paste it in a public channel. "+
+				"It gives join the bundle on stdin, out of ps (a space before it keeps it out of bash's history where HISTCONTROL ignores spaces); "+
+				"or save the bundle in a file only you may read and run 'mltrain join --bundle-file FILE':")
 			_, err = fmt.Fprintln(a.out, line)
 			return err
 		},
@@ -46,17 +51,19 @@ func (a *app) joinCmd() *cobra.Command {
 	var timeout time.Duration
 	var noWait bool
 	cmd := &cobra.Command{
-		Use:   "join BUNDLE",
+		Use:   "join [- | BUNDLE]",
 		Short: "Add this host's GPUs to a lab on another host",
-		Long: `join adds this host's GPUs to the lab whose first host printed 'mltrain join BUNDLE'
+		Long: `join adds this host's GPUs to the lab whose first host printed its join line
 ('mltrain join-token' there): one worker per GPU, pinned by UUID or render node as 'up'
 does (--share-gpu on a one-GPU host), on the host network at this host's address. Before
 starting anything it proves this host reaches the head's ports and MinIO, that the head
 takes the bundle's token and that the worker image runs the lab's Ray and Python; then it
 waits until the head lists this host's nodes ALIVE with their GPUs. A second join changes
 nothing; 'mltrain down' here removes only these workers. --render-only --out DIR writes
-compose.yaml and starts nothing.`,
-		Args:        cobra.ExactArgs(1),
+compose.yaml and starts nothing.
+
+` + joinHelp,
+		Args:        cobra.MaximumNArgs(1),
 		Annotations: map[string]string{rerunWith: "BUNDLE"},
 	}
 	fl := cmd.Flags()
@@ -77,11 +84,12 @@ compose.yaml and starts nothing.`,
 	fl.BoolVar(&o.NoRollback, "no-rollback", false, "keep the containers of a failed first join for inspection")
 	fl.BoolVar(&o.RenderOnly, "render-only", false, "write compose.yaml into --out (or the state dir) and start nothing")
 	addNoWait(fl, &noWait, "")
-	var out string
+	var out, bundleFile string
 	fl.StringVar(&out, "out", "", "with --render-only: the directory to write to")
+	fl.StringVar(&bundleFile, "bundle-file", "", "read the join bundle from this file (mode 0600, not a symbolic link): out of ps, unlike an argument")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		b, err := plan.DecodeJoinBundle(args[0])
+		b, err := a.joinBundle(cmd, args, bundleFile)
 		if err != nil {
 			return err
 		}

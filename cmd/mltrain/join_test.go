@@ -18,7 +18,9 @@ func TestJoinRefusesBadInputBeforeTheEngine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"join"}, "accepts 1 arg"},
+		{[]string{"join"}, "join read no bundle from stdin (it was empty)"},
+		{[]string{"join", "-"}, "join read no bundle from stdin (it was empty)"},
+		{[]string{"join", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"join", "hello"}, "not a join bundle"},
 		{[]string{"join", "mltrain-join-v1.%%%"}, "damaged"},
 	} {

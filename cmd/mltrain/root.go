@@ -180,7 +180,7 @@ func interrupted(ctx context.Context, err error, args []string) error {
 	if err == nil || !errors.As(context.Cause(ctx), &s) {
 		return err
 	}
-	return clierr.Interrupted(err, s.sig, rerunLine(args))
+	return clierr.Interrupted(err, s.sig, rerunLine(redactBundles(args)))
 }
 
 // rerunLine is the command line that runs args again, quoted for a shell.

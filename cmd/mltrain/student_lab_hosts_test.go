@@ -51,14 +51,17 @@ func TestStudentLabOverTwoHosts(t *testing.T) {
 	_, stderr, code = runBin(t, binRun{args: data, env: s.env})
 	require.Equal(t, 0, code, "data food11: %s", stderr)
 
-	// The second host joins with the line join-token printed.
+	// The second host joins with the bundle join-token printed, from a file
+	// only its owner reads (out of ps).
 	line, stderr, code := runBin(t, binRun{args: append([]string{"join-token"}, s.lab()...), env: s.env})
 	require.Equal(t, 0, code, "join-token: %s", stderr)
 	fields := strings.Fields(line)
-	require.Len(t, fields, 3, line)
-	require.Equal(t, []string{"mltrain", "join"}, fields[:2])
+	require.Len(t, fields, 6, line)
+	require.Equal(t, []string{"echo", "|", "mltrain", "join", "-"}, append([]string{fields[0]}, fields[2:]...), line)
+	bundleFile := filepath.Join(t.TempDir(), "bundle")
+	require.NoError(t, os.WriteFile(bundleFile, []byte(strings.Trim(fields[1], "'")), 0o600))
 	j := joinedHost(t, host2.Name)
-	join := append([]string{"join", fields[2]}, j.lab()...)
+	join := append([]string{"join", "--bundle-file", bundleFile}, j.lab()...)
 	join = append(join, "--allow-cpu", "--workers", "1", "--worker-cpus", "32", "--node-ip", host2.IP,
 		"--image-worker", o.Images[service.RoleWorker], "--data-volume", j.project+"-food11", "--pull", "never", "--timeout", "2m")
 	_, stderr, code = runBin(t, binRun{args: join, env: s.env})

@@ -60,8 +60,9 @@ func TestUpInATerminal(t *testing.T) {
 		Checks []struct{ ID, Status, Evidence string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Len(t, rep.Checks, 3)
-	assert.Contains(t, rep.Checks[2].Evidence, "is refused outside it (AccessDenied)", "minio.lab-user against the real MinIO")
+	require.Len(t, rep.Checks, 4)
+	assert.Contains(t, rep.Checks[2].Evidence, "is refused outside it and its policy (AccessDenied)", "minio.lab-user against the real MinIO")
+	assert.Contains(t, rep.Checks[3].Evidence, "anonymous list and read refused", "minio.private against the real MinIO")
 	out, errOut, code = ro("logs", "ray-head", "--tail", "5")
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "standin")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -18,6 +19,12 @@ import (
 // reached, and returns stdout, what main prints on stderr, and the exit code.
 func runOffline(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runOfflineIn(t, "", args...)
+}
+
+// runOfflineIn is runOffline with stdin (a pipe's, not a terminal's).
+func runOfflineIn(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	a := newApp(&out, &errOut)
 	a.connect = func(context.Context) (docker.Engine, error) {
@@ -26,6 +33,7 @@ func runOffline(t *testing.T, args ...string) (string, string, int) {
 	}
 	root := a.root()
 	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
 	code := report(&errOut, root.ExecuteContext(context.Background()))
 	return out.String(), errOut.String(), code
 }

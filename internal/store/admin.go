@@ -40,16 +40,29 @@ func NewAdmin(cfg Config) (*Admin, error) {
 	return &Admin{adm: adm, cfg: cfg, endpoint: cfg.Endpoint}, nil
 }
 
-// BucketPolicy is an IAM policy allowing every S3 action on bucket and its
-// objects, and nothing else: no other bucket, no bucket creation, no admin.
+// BucketActions and ObjectActions are all the lab user may do, on bucket
+// and on its objects: what Ray Train and Tune's storage (pyarrow's
+// S3FileSystem) and the notebooks call, read in docs/ray-fidelity.md.
+// Nothing that configures the bucket (policy, ACL, lifecycle, versioning,
+// replication, encryption, tagging, notifications) and no bucket creation
+// or deletion: with s3:* the keys every notebook holds could make the bucket
+// public, and Ray unpickles the checkpoints it loads from there.
+var (
+	BucketActions = []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"}
+	ObjectActions = []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"}
+)
+
+// BucketPolicy is the lab user's IAM policy: BucketActions on bucket and
+// ObjectActions on its objects, and nothing else: no other bucket, no
+// bucket configuration, no admin.
 func BucketPolicy(bucket string) []byte {
+	arn := "arn:aws:s3:::" + bucket
 	p := map[string]any{
 		"Version": "2012-10-17",
-		"Statement": []map[string]any{{
-			"Effect":   "Allow",
-			"Action":   []string{"s3:*"},
-			"Resource": []string{"arn:aws:s3:::" + bucket, "arn:aws:s3:::" + bucket + "/*"},
-		}},
+		"Statement": []map[string]any{
+			{"Effect": "Allow", "Action": BucketActions, "Resource": []string{arn}},
+			{"Effect": "Allow", "Action": ObjectActions, "Resource": []string{arn + "/*"}},
+		},
 	}
 	b, _ := json.Marshal(p) // a map of strings always encodes
 	return b
@@ -138,7 +151,7 @@ func (a *Admin) differs(ctx context.Context, bucket, accessKey, secretKey string
 	case err != nil:
 		c.Reset = append(c.Reset, "policy "+name+" written")
 	case !samePolicy(p.Policy, BucketPolicy(bucket)):
-		c.Reset = append(c.Reset, "policy "+name+" limited to bucket "+bucket+" again")
+		c.Reset = append(c.Reset, "policy "+name+" rewritten: object actions on bucket "+bucket+" only")
 	}
 	u, err := a.adm.GetUserInfo(ctx, accessKey)
 	switch {

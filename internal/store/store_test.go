@@ -155,6 +155,20 @@ func TestEnsureBucketUserWithWrongRootSaysWhy(t *testing.T) {
 }
 
 func TestBucketPolicyNamesOnlyTheBucket(t *testing.T) {
-	assert.JSONEq(t, `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],
-		"Resource":["arn:aws:s3:::ray","arn:aws:s3:::ray/*"]}]}`, string(store.BucketPolicy("ray")))
+	assert.JSONEq(t, `{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Action":["s3:GetBucketLocation","s3:ListBucket","s3:ListBucketMultipartUploads"],"Resource":["arn:aws:s3:::ray"]},
+		{"Effect":"Allow","Action":["s3:GetObject","s3:PutObject","s3:DeleteObject","s3:ListMultipartUploadParts","s3:AbortMultipartUpload"],"Resource":["arn:aws:s3:::ray/*"]}]}`,
+		string(store.BucketPolicy("ray")))
+}
+
+// The keys every notebook and Ray node holds configure nothing: no
+// wildcard, and no action on the bucket's policy, ACL, lifecycle,
+// versioning, replication, encryption, tagging, notifications, or buckets.
+func TestBucketPolicyGrantsNoBucketConfiguration(t *testing.T) {
+	for _, a := range append(append([]string{}, store.BucketActions...), store.ObjectActions...) {
+		assert.NotContains(t, a, "*", "a wildcard grants what is not listed")
+		for _, word := range []string{"Policy", "Acl", "Lifecycle", "Versioning", "Replication", "Encryption", "Tagging", "Notification", "CreateBucket", "DeleteBucket", "ObjectLock", "Retention", "LegalHold"} {
+			assert.NotContains(t, a, word, "the lab user may not change the bucket's configuration")
+		}
+	}
 }

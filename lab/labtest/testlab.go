@@ -1,7 +1,8 @@
 // Package labtest builds the images that let tests run a whole lab on an
 // engine with no registry: FROM-scratch stand-ins for Ray, Grafana,
 // Prometheus and Jupyter (testdata/standin), and a REAL MinIO server compiled
-// from its Go module (cached, since it takes minutes). Test support only.
+// from its Go module (cached, since it takes minutes), also run as a plain
+// process (StartMinIO) for tests of what MinIO allows. Test support only.
 package labtest
 
 import (

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/madmin-go/v3"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/assert"
@@ -107,6 +108,34 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	_, err = us.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")
 	require.NoError(t, err)
 
+	// A lab made before issue 31: the lab user's policy was s3:* on ray,
+	// and with it the user made the bucket public. The next up rewrites
+	// the policy, says so, and removes the bucket's policy.
+	adm, err := madmin.New(strings.TrimPrefix(st.Probes.MinIO, "http://"), c.MinIOAccessKey, c.MinIOSecretKey, false)
+	require.NoError(t, err)
+	require.NoError(t, adm.AddCannedPolicy(ctx, store.BucketPolicyName(store.DefaultBucket),
+		[]byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::ray","arn:aws:s3:::ray/*"]}]}`)))
+	require.NoError(t, user.SetBucketPolicy(ctx, store.DefaultBucket, publicPolicy), "the old policy let the lab user do this")
+	open, err := store.AnonymousAccess(ctx, store.Config{Endpoint: st.Probes.MinIO}, store.DefaultBucket, "lab-user/none")
+	require.NoError(t, err)
+	require.Equal(t, []string{store.AnonymousList, store.AnonymousRead}, open)
+	rec = progress.Recorder{}
+	_, err = lifecycle.Up(ctx, s.deps(&rec), s.opts)
+	require.NoError(t, err)
+	said := map[string]string{}
+	for _, e := range rec.Events() {
+		if e.Kind == progress.Done {
+			said[e.Step] = e.Message
+		}
+	}
+	assert.Equal(t, `updated (policy mltrain-bucket-ray rewritten: object actions on bucket ray only), bucket "ray" only`, said["minio lab user"])
+	assert.Equal(t, `"ray" in place; its bucket policy removed (the lab allows no anonymous access)`, said["bucket"])
+	open, err = store.AnonymousAccess(ctx, store.Config{Endpoint: st.Probes.MinIO}, store.DefaultBucket, "lab-user/none")
+	require.NoError(t, err)
+	assert.Empty(t, open, "anonymous requests are refused again")
+	err = user.SetBucketPolicy(ctx, store.DefaultBucket, publicPolicy)
+	assert.Equal(t, "AccessDenied", s3Code(err), "the lab user sets no bucket policy: %v", err)
+
 	// A new lab secret (credentials.json edited): up sets it in MinIO, and
 	// the old one stops working; only a signed call can tell them apart.
 	c.MinIOLabSecretKey = "NEWLABSECRET0000000000000000000000000000"
@@ -114,13 +143,13 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	rec = progress.Recorder{}
 	_, err = lifecycle.Up(ctx, s.deps(&rec), s.opts)
 	require.NoError(t, err)
-	said := ""
+	said = map[string]string{}
 	for _, e := range rec.Events() {
-		if e.Step == "minio lab user" && e.Kind == progress.Done {
-			said = e.Message
+		if e.Kind == progress.Done {
+			said[e.Step] = e.Message
 		}
 	}
-	assert.Equal(t, `updated (secret reset), bucket "ray" only`, said, "up says in words what it changed")
+	assert.Equal(t, `updated (secret reset), bucket "ray" only`, said["minio lab user"], "up says in words what it changed")
 	fresh, err := store.New(store.Config{Endpoint: st.Probes.MinIO, AccessKey: c.MinIOLabAccessKey, SecretKey: c.MinIOLabSecretKey})
 	require.NoError(t, err)
 	_, err = fresh.ListCheckpoints(ctx, store.DefaultBucket, "lab-user/")

@@ -101,19 +101,36 @@ func upSteps(o UpOptions) []step {
 			// engine's health.
 			return "every service answers and is healthy", r.wait(ctx, ReadyChecks(clients, r.deps.Engine, r.project.Name))
 		}},
-		{name: "bucket", run: func(ctx context.Context, r *run) (string, error) {
-			made, err := r.clients.Store.EnsureBucket(ctx, store.DefaultBucket)
-			r.res.BucketMade = made
-			if made {
-				return fmt.Sprintf("%q created", store.DefaultBucket), err
-			}
-			return fmt.Sprintf("%q in place", store.DefaultBucket), err
-		}},
+		{name: "bucket", run: bucketStep},
 		{name: "minio lab user", run: func(ctx context.Context, r *run) (string, error) {
 			return ensureLabUser(ctx, r.state.Probes, r.creds)
 		}},
 		{name: "save state", run: saveStep, keep: true},
 	}
+}
+
+// bucketStep makes the checkpoint bucket and removes any policy of its
+// own: MinIO grants anonymous access only through one, and Ray unpickles
+// the checkpoints it loads from the bucket, so nobody but the lab's users
+// may write there (a lab made before issue 31 let the lab user set one).
+func bucketStep(ctx context.Context, r *run) (string, error) {
+	made, err := r.clients.Store.EnsureBucket(ctx, store.DefaultBucket)
+	r.res.BucketMade = made
+	if err != nil {
+		return "", err
+	}
+	removed, err := r.clients.Store.RemoveBucketPolicy(ctx, store.DefaultBucket)
+	if err != nil {
+		return "", err
+	}
+	msg := fmt.Sprintf("%q in place", store.DefaultBucket)
+	if made {
+		msg = fmt.Sprintf("%q created", store.DefaultBucket)
+	}
+	if removed {
+		msg += "; its bucket policy removed (the lab allows no anonymous access)"
+	}
+	return msg, nil
 }
 
 // credentialsStep reads the lab's secrets, generating them on its first up.

@@ -42,7 +42,8 @@ func (b JoinBundle) Encode() string {
 	return bundlePrefix + base64.RawURLEncoding.EncodeToString(raw)
 }
 
-const BundleHint = "copy the whole line that 'mltrain join-token' prints on the lab's first host (one word after 'mltrain join')"
+// BundleHint says where a bundle comes from, for an error about one.
+const BundleHint = "copy the bundle 'mltrain join-token' prints on the lab's first host (the whole word starting mltrain-join-v1.)"
 
 // DecodeJoinBundle reads a bundle and checks every field is usable.
 func DecodeJoinBundle(s string) (JoinBundle, error) {

@@ -96,7 +96,7 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 		"host.gpus": Pass, "host.plumbing": Skip,
 		"gpu.visible": Skip, "gpu.ray": Pass,
 		"ray.nodes": Pass, "ray.auth": Pass,
-		"minio.bucket": Pass, "minio.credentials": Pass, "minio.lab-user": Pass,
+		"minio.bucket": Pass, "minio.credentials": Pass, "minio.lab-user": Pass, "minio.private": Pass,
 		"data.food11":        Pass,
 		"metrics.prometheus": Pass, "metrics.grafana": Pass, "metrics.ray": Pass,
 		"jupyter.api": Pass, "jupyter.ray-address": Pass,
@@ -120,7 +120,8 @@ func TestVerifyOnAStandinLab(t *testing.T) {
 	assert.Contains(t, find(t, r, "host.gpus").Evidence, "mode rehearsal (CPU only), 2 workers")
 	assert.Contains(t, find(t, r, "ray.auth").Evidence, "no token -> 401 (Unauthorized: Missing authentication token); wrong token -> 403")
 	assert.Contains(t, find(t, r, "minio.credentials").Evidence, "minioadmin/minioadmin refused (InvalidAccessKeyId)")
-	assert.Contains(t, find(t, r, "minio.lab-user").Evidence, "is refused outside it (AccessDenied)", "the real MinIO refuses the lab user")
+	assert.Contains(t, find(t, r, "minio.lab-user").Evidence, "is refused outside it and its policy (AccessDenied)", "the real MinIO refuses the lab user")
+	assert.Contains(t, find(t, r, "minio.private").Evidence, "anonymous list and read refused (AccessDenied)", "the real MinIO refuses anonymous requests")
 	assert.Contains(t, find(t, r, "metrics.grafana").Evidence, "folder Ray holds 1 dashboards (Default Dashboard)")
 	assert.Contains(t, find(t, r, "metrics.prometheus").Evidence, "3 Ray targets; every alive node is scraped and up")
 	assert.Contains(t, find(t, r, "data.food11").Evidence, "16643 images")

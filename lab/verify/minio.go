@@ -18,6 +18,7 @@ func minioSpecs() []spec {
 		{id: "minio.bucket", group: GroupMinIO, title: "MinIO has the bucket 'ray' for checkpoints", run: checkBucket},
 		{id: "minio.credentials", group: GroupMinIO, title: "MinIO does not use the course's default credentials", run: checkMinIOCreds},
 		{id: "minio.lab-user", group: GroupMinIO, title: "Jupyter and Ray use MinIO's lab user, limited to the bucket 'ray'", run: checkLabUser},
+		{id: "minio.private", group: GroupMinIO, title: "The bucket 'ray' has no bucket policy and refuses anonymous requests", run: checkPrivate},
 	}
 }
 
@@ -198,7 +199,59 @@ func checkLabUser(ctx context.Context, e *env) outcome {
 	default:
 		return failErr(fmt.Errorf("probing the lab user outside %q: %w", store.DefaultBucket, err), e.cmd("status"))
 	}
+	// Reading the bucket's policy is as much bucket configuration as
+	// setting it: a user allowed it has more than object actions (s3:*,
+	// as labs made before issue 31 had), and could make the bucket public.
+	_, err = s.BucketPolicy(ctx, store.DefaultBucket)
+	switch code := s3Code(err); {
+	case code == "AccessDenied":
+	case err == nil || code == "NoSuchBucketPolicy":
+		return fail(fix, "the lab user %s may read bucket %q's policy: its policy allows more than object actions, so it could make the bucket public",
+			c.MinIOLabAccessKey, store.DefaultBucket)
+	default:
+		return failErr(fmt.Errorf("probing the lab user's access to bucket %q's policy: %w", store.DefaultBucket, err), e.cmd("status"))
+	}
 	sort.Strings(holders)
-	return pass("no root key in %s; jupyter uses lab user %s, which lists %q and is refused outside it (AccessDenied)",
+	return pass("no root key in %s; jupyter uses lab user %s, which lists %q, is refused outside it and its policy (AccessDenied)",
 		strings.Join(holders, ", "), c.MinIOLabAccessKey, store.DefaultBucket)
+}
+
+// checkPrivate proves nobody but the lab's users reaches the bucket Ray
+// unpickles checkpoints from: it has no policy of its own (MinIO's only
+// way to let anonymous requests in) and MinIO refuses an unsigned listing
+// and read. It reads only.
+func checkPrivate(ctx context.Context, e *env) outcome {
+	if e.d.MinIO == nil {
+		return fail("report this as an mltrain bug", "no MinIO client configured")
+	}
+	if o := e.minioReachable(ctx); o != nil {
+		return *o
+	}
+	fix := e.cmd("up") + fmt.Sprintf(" (it removes bucket %q's policy; by hand: mc anonymous set none ALIAS/%s)", store.DefaultBucket, store.DefaultBucket)
+	s, err := e.d.MinIO(e.d.Creds.MinIOAccessKey, e.d.Creds.MinIOSecretKey)
+	if err != nil {
+		return failErr(err, e.cmd("status"))
+	}
+	p, err := s.BucketPolicy(ctx, store.DefaultBucket)
+	switch {
+	case s3Code(err) == "NoSuchBucket":
+		return fail(e.cmd("up")+" (it creates the bucket)", "MinIO at %s has no bucket %q", e.d.State.Probes.MinIO, store.DefaultBucket)
+	case err != nil:
+		return failErr(err, e.cmd("status"))
+	}
+	open, err := store.AnonymousAccess(ctx, store.Config{Endpoint: e.d.State.Probes.MinIO}, store.DefaultBucket, probePrefix+"none")
+	if err != nil {
+		return failErr(err, e.cmd("status"))
+	}
+	if p != "" {
+		what := "its own policy"
+		if anyone := store.AnonymousActions(p); len(anyone) > 0 {
+			what += " granting anyone " + strings.Join(anyone, ", ")
+		}
+		return fail(fix, "bucket %q has %s: checkpoints Ray loads could come from outside the lab", store.DefaultBucket, what)
+	}
+	if len(open) > 0 {
+		return fail(fix, "MinIO at %s lets anonymous requests %s bucket %q", e.d.State.Probes.MinIO, strings.Join(open, " and "), store.DefaultBucket)
+	}
+	return pass("bucket %q has no policy of its own; anonymous list and read refused (AccessDenied)", store.DefaultBucket)
 }

@@ -28,6 +28,19 @@ func (a anyKeyStore) ListCheckpoints(ctx context.Context, b, p string) ([]store.
 	return a.s.ListCheckpoints(ctx, b, p)
 }
 
+func (a anyKeyStore) BucketPolicy(ctx context.Context, b string) (string, error) {
+	return a.s.BucketPolicy(ctx, b)
+}
+
+// policyHidden is a store that finds no bucket policy: anonymous access
+// the policy read misses must still fail the check.
+type policyHidden struct{ Store }
+
+func (policyHidden) BucketPolicy(context.Context, string) (string, error) { return "", nil }
+
+// oldLabUserPolicy is what labs before issue 31 gave the lab user.
+const oldLabUserPolicy = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::ray","arn:aws:s3:::ray/*"]}]}`
+
 func TestMinIOChecks(t *testing.T) {
 	runFailures(t, []failure{
 		{name: "no bucket", id: "minio.bucket", break_: func(f *fixture) {
@@ -83,6 +96,34 @@ func TestMinIOChecks(t *testing.T) {
 		{name: "no lab user in the credentials file", id: "minio.lab-user", break_: func(f *fixture) {
 			f.deps.Creds.MinIOLabAccessKey = ""
 		}, evidence: "has no MinIO lab user", fix: "mltrain up"},
+		{name: "lab user may configure the bucket", id: "minio.lab-user", break_: func(f *fixture) {
+			f.s3.AddPolicy(store.BucketPolicyName("ray"), []byte(oldLabUserPolicy))
+		}, evidence: `the lab user labuser may read bucket "ray"'s policy: its policy allows more than object actions`, fix: "mltrain up"},
+		{name: "bucket open to anyone", id: "minio.private", break_: func(f *fixture) {
+			f.s3.SetBucketPolicy("ray", storetest.AnonymousReadPolicy("ray"))
+		}, evidence: `bucket "ray" has its own policy granting anyone s3:GetBucketLocation, s3:GetObject, s3:ListBucket`,
+			fix: `mltrain up (it removes bucket "ray"'s policy`},
+		{name: "bucket policy for someone", id: "minio.private", break_: func(f *fixture) {
+			f.s3.SetBucketPolicy("ray", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/someone"]},"Action":["s3:PutObject"],"Resource":["arn:aws:s3:::ray/*"]}]}`)
+		}, evidence: `bucket "ray" has its own policy: checkpoints Ray loads could come from outside the lab`, fix: "mc anonymous set none"},
+		{name: "anonymous reads answered", id: "minio.private", break_: func(f *fixture) {
+			f.s3.SetBucketPolicy("ray", storetest.AnonymousReadPolicy("ray"))
+			open := f.deps.MinIO
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				st, err := open(a, s)
+				return policyHidden{st}, err
+			}
+		}, evidence: `lets anonymous requests list and read bucket "ray"`, fix: "mltrain up"},
+		{name: "no bucket", id: "minio.private", break_: func(f *fixture) {
+			empty := storetest.New(f.t)
+			f.deps.State.Probes.MinIO = empty.URL
+			f.deps.MinIO = func(a, s string) (Store, error) {
+				return store.New(store.Config{Endpoint: empty.URL, AccessKey: a, SecretKey: s})
+			}
+		}, evidence: `has no bucket "ray"`, fix: "mltrain up (it creates the bucket)"},
+		{name: "minio down", id: "minio.private", break_: func(f *fixture) {
+			f.deps.State.Probes.MinIO = "http://127.0.0.1:1"
+		}, evidence: "MinIO does not answer", fix: "mltrain logs minio"},
 	})
 }
 

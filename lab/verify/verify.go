@@ -119,6 +119,7 @@ type RayAPI interface {
 // Store is the part of MinIO the checks read.
 type Store interface {
 	ListCheckpoints(ctx context.Context, bucket, prefix string) ([]store.Checkpoint, error)
+	BucketPolicy(ctx context.Context, bucket string) (string, error)
 }
 
 // Deps are the verification's windows on the lab. State, Creds, Engine, Ray

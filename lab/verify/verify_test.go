@@ -28,8 +28,8 @@ func TestEveryCheckPassesOnAGoodLab(t *testing.T) {
 	}
 	assert.True(t, r.OK)
 	assert.Equal(t, len(r.Checks), r.Passed)
-	// 2 host, 7 containers, 2 gpu, 2 ray, 3 minio, 1 data, 3 metrics, 2 jupyter, 6 exercises
-	assert.Len(t, r.Checks, 28)
+	// 2 host, 7 containers, 2 gpu, 2 ray, 4 minio, 1 data, 3 metrics, 2 jupyter, 6 exercises
+	assert.Len(t, r.Checks, 29)
 	var groups []string
 	for _, c := range r.Checks {
 		if len(groups) == 0 || groups[len(groups)-1] != c.Group {
@@ -42,6 +42,7 @@ func TestEveryCheckPassesOnAGoodLab(t *testing.T) {
 	assert.Contains(t, gv.Evidence, "ray-worker-1 sees "+uuidB+" only")
 	assert.Contains(t, find(t, r, "ray.auth").Evidence, "no token -> 401")
 	assert.Contains(t, find(t, r, "minio.credentials").Evidence, "minioadmin/minioadmin refused (InvalidAccessKeyId)")
+	assert.Contains(t, find(t, r, "minio.private").Evidence, "anonymous list and read refused")
 	assert.Contains(t, find(t, r, "data.food11").Evidence, "16643 images")
 	assert.Contains(t, find(t, r, "metrics.ray").Evidence, `default dashboard "rayDefaultDashboard" is in Grafana`)
 	assert.Contains(t, find(t, r, "exercises.fault").Evidence, "resumed on ray-worker-1 from s3://ray/fault-run/checkpoint_epoch_000001")
@@ -298,7 +299,7 @@ func TestOnlySelectsGroups(t *testing.T) {
 	for _, c := range r.Checks {
 		ids = append(ids, c.ID)
 	}
-	assert.Equal(t, []string{"ray.nodes", "ray.auth", "minio.bucket", "minio.credentials", "minio.lab-user"}, ids)
+	assert.Equal(t, []string{"ray.nodes", "ray.auth", "minio.bucket", "minio.credentials", "minio.lab-user", "minio.private"}, ids)
 	assert.Equal(t, []string{GroupRay, GroupMinIO}, r.Only)
 
 	got, err := ValidateOnly([]string{"ray,MinIO", " exercises ", "ray"})

@@ -38,6 +38,28 @@ func (d *Server) AdminWrites() int {
 	return d.writes
 }
 
+// AddPolicy stores a canned policy directly, as `mc admin policy create`
+// would (a lab made by an older mltrain).
+func (d *Server) AddPolicy(name string, doc []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addPolicy(name, doc)
+}
+
+func (d *Server) addPolicy(name string, doc []byte) {
+	gs, _ := statementsOf(doc)
+	var buckets []string
+	for _, g := range gs {
+		for _, res := range g.resources {
+			b := strings.TrimSuffix(strings.TrimPrefix(res, "arn:aws:s3:::"), "/*")
+			if !slices.Contains(buckets, b) {
+				buckets = append(buckets, b)
+			}
+		}
+	}
+	d.policies[name] = policy{raw: doc, buckets: buckets}
+}
+
 // AttachPolicy attaches a policy directly, as someone with mc would.
 func (d *Server) AttachPolicy(user, name string) {
 	d.mu.Lock()
@@ -89,26 +111,11 @@ func (d *Server) admin(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(madmin.UserInfo{PolicyName: strings.Join(u.policies, ","), Status: madmin.AccountEnabled})
 	case op == "add-canned-policy" && r.Method == http.MethodPut:
-		var p struct {
-			Statement []struct {
-				Effect   string
-				Resource []string
-			}
-		}
-		if err := json.Unmarshal(body, &p); err != nil || len(p.Statement) == 0 {
+		if _, ok := statementsOf(body); !ok {
 			adminError(w, http.StatusBadRequest, "XMinioMalformedPolicy", "invalid policy")
 			return
 		}
-		var buckets []string
-		for _, st := range p.Statement {
-			for _, res := range st.Resource {
-				b := strings.TrimSuffix(strings.TrimPrefix(res, "arn:aws:s3:::"), "/*")
-				if st.Effect == "Allow" && !slices.Contains(buckets, b) {
-					buckets = append(buckets, b)
-				}
-			}
-		}
-		d.policies[r.URL.Query().Get("name")] = policy{raw: body, buckets: buckets}
+		d.addPolicy(r.URL.Query().Get("name"), body)
 		d.writes++
 	case op == "add-user" && r.Method == http.MethodPut:
 		var req madmin.AddOrUpdateUserReq

@@ -1,10 +1,13 @@
 // Package storetest is an in-process stand-in for the S3 calls internal/store
-// makes (HeadBucket, CreateBucket, ListObjectsV2) and the admin calls of
-// Admin.EnsureBucketUser (info-canned-policy, add-canned-policy, user-info,
-// add-user, policy attach and detach, with madmin's encrypted bodies),
-// answering the way MinIO does, path-style:
-// a user other than root may only touch the buckets its attached policies
-// name, and is refused (AccessDenied) before a missing bucket is reported.
+// makes (HeadBucket, CreateBucket, DeleteBucket, ListObjectsV2, a bucket's
+// own policy: get, put, delete; HEAD, PUT and DELETE of an object) and the
+// admin calls of Admin.EnsureBucketUser (info-canned-policy,
+// add-canned-policy, user-info, add-user, policy attach and detach, with
+// madmin's encrypted bodies), answering the way MinIO does, path-style:
+// a user other than root may do only the actions its attached policies
+// allow on the resources they name, an unsigned request only what the
+// bucket's own policy grants anyone, and either is refused (AccessDenied)
+// before a missing bucket is reported.
 // The lab's real-engine tests run the real MinIO; this keeps unit tests
 // hermetic.
 package storetest
@@ -12,9 +15,9 @@ package storetest
 import (
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,8 +44,10 @@ type Server struct {
 	buckets  map[string]map[string]obj
 	calls    []string
 	policies map[string]policy
-	users    map[string]*user
-	writes   int // admin calls that changed something
+	// bucketPolicies are the buckets' own policies (anonymous access).
+	bucketPolicies map[string][]byte
+	users          map[string]*user
+	writes         int // admin calls that changed something
 }
 
 type policy struct {
@@ -62,7 +67,7 @@ type obj struct {
 
 // New starts the double, closed when the test ends.
 func New(t testing.TB) *Server {
-	d := &Server{key: AccessKey, buckets: map[string]map[string]obj{}, policies: map[string]policy{}, users: map[string]*user{}}
+	d := &Server{key: AccessKey, buckets: map[string]map[string]obj{}, policies: map[string]policy{}, bucketPolicies: map[string][]byte{}, users: map[string]*user{}}
 	d.Server = httptest.NewServer(http.HandlerFunc(d.serve))
 	t.Cleanup(d.Close)
 	return d
@@ -133,47 +138,51 @@ func signer(r *http.Request) string {
 	return key
 }
 
-// allowed says whether user may act on bucket through its policies.
-func (d *Server) allowed(u *user, bucket string) bool {
-	for _, p := range u.policies {
-		if slices.Contains(d.policies[p].buckets, bucket) {
-			return true
-		}
-	}
-	return false
-}
-
 func (d *Server) serve(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.calls = append(d.calls, r.Method+" "+r.URL.Path)
 	key := signer(r)
 	u, isUser := d.users[key]
-	if key != d.key && !isUser {
+	anonymous := r.Header.Get("Authorization") == ""
+	if key != d.key && !isUser && !anonymous {
 		s3Error(w, r, http.StatusForbidden, "InvalidAccessKeyId", "The Access Key Id you provided does not exist in our records.")
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/minio/admin/v3/") {
-		if isUser {
+		if key != d.key {
 			s3Error(w, r, http.StatusForbidden, "AccessDenied", "Access Denied.")
 			return
 		}
 		d.admin(w, r)
 		return
 	}
-	bucket := strings.Trim(r.URL.Path, "/")
-	if isUser && !d.allowed(u, bucket) {
-		// MinIO checks the policy before it looks for the bucket.
+	q := parse(r)
+	if q.action == "" {
+		s3Error(w, r, http.StatusNotImplemented, "NotImplemented", "the double does not answer "+r.Method+" "+r.URL.String())
+		return
+	}
+	// MinIO checks the policy before it looks for the bucket.
+	if isUser && !d.userMay(u, q) || anonymous && !d.anyoneMay(q) {
 		s3Error(w, r, http.StatusForbidden, "AccessDenied", "Access Denied.")
+		return
+	}
+	bucket := q.bucket
+	if _, ok := d.buckets[bucket]; !ok && q.action != "s3:CreateBucket" {
+		s3Error(w, r, http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist")
+		return
+	}
+	switch {
+	case strings.HasSuffix(q.action, "BucketPolicy"):
+		d.servePolicy(w, r, bucket)
+		return
+	case q.key != "":
+		d.serveObject(w, r, q)
 		return
 	}
 	objs, exists := d.buckets[bucket]
 	switch r.Method {
 	case http.MethodHead:
-		if !exists {
-			w.WriteHeader(http.StatusNotFound)
-			return
-		}
 		w.WriteHeader(http.StatusOK)
 	case http.MethodPut:
 		if exists {
@@ -182,11 +191,15 @@ func (d *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		d.buckets[bucket] = map[string]obj{}
 		w.WriteHeader(http.StatusOK)
-	case http.MethodGet:
-		if !exists {
-			s3Error(w, r, http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist")
+	case http.MethodDelete:
+		if len(objs) > 0 {
+			s3Error(w, r, http.StatusConflict, "BucketNotEmpty", "The bucket you tried to delete is not empty")
 			return
 		}
+		delete(d.buckets, bucket)
+		delete(d.bucketPolicies, bucket)
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodGet:
 		prefix := r.URL.Query().Get("prefix")
 		type content struct {
 			Key          string
@@ -218,6 +231,31 @@ func (d *Server) serve(w http.ResponseWriter, r *http.Request) {
 		res.KeyCount = len(res.Contents)
 		w.Header().Set("Content-Type", "application/xml")
 		_ = xml.NewEncoder(w).Encode(res)
+	}
+}
+
+// serveObject answers HEAD, PUT and DELETE of one object (its size and
+// time only: contents are never kept).
+func (d *Server) serveObject(w http.ResponseWriter, r *http.Request, q request) {
+	o, ok := d.buckets[q.bucket][q.key]
+	switch r.Method {
+	case http.MethodHead:
+		if !ok {
+			s3Error(w, r, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.")
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(o.size))
+		w.Header().Set("Last-Modified", o.mod.UTC().Format(http.TimeFormat))
+		w.Header().Set("ETag", `"e"`)
+		w.WriteHeader(http.StatusOK)
+	case http.MethodPut:
+		n, _ := io.Copy(io.Discard, r.Body)
+		d.buckets[q.bucket][q.key] = obj{n, time.Now()}
+		w.Header().Set("ETag", `"e"`)
+		w.WriteHeader(http.StatusOK)
+	case http.MethodDelete:
+		delete(d.buckets[q.bucket], q.key)
+		w.WriteHeader(http.StatusNoContent)
 	}
 }
 
