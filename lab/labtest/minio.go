@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 )
 
 // MinIOServer is a real MinIO server (MinIOModule) running as a process of
@@ -46,7 +48,7 @@ func (l *lockedBuffer) String() string {
 func StartMinIO(t testing.TB) MinIOServer {
 	t.Helper()
 	bin := MinIOBinary(t)
-	ports := FreePorts(t, 2)
+	ports := portstest.FreePorts(t, 2)
 	s := MinIOServer{URL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), RootUser: "root" + randomHex(t, 8), RootPassword: randomHex(t, 20)}
 	cmd := exec.Command(bin, "server", t.TempDir(), "--address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--console-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--quiet")
