@@ -111,7 +111,7 @@ func TestUpGivesJupyterAndRayAUserLimitedToTheBucket(t *testing.T) {
 	// A lab made before issue 31: the lab user's policy was s3:* on ray,
 	// and with it the user made the bucket public. The next up rewrites
 	// the policy, says so, and removes the bucket's policy.
-	adm, err := madmin.New(strings.TrimPrefix(st.Probes.MinIO, "http://"), c.MinIOAccessKey, c.MinIOSecretKey, false)
+	adm, err := madmin.NewWithOptions(strings.TrimPrefix(st.Probes.MinIO, "http://"), &madmin.Options{Creds: credentials.NewStaticV4(c.MinIOAccessKey, c.MinIOSecretKey, "")})
 	require.NoError(t, err)
 	require.NoError(t, adm.AddCannedPolicy(ctx, store.BucketPolicyName(store.DefaultBucket),
 		[]byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::ray","arn:aws:s3:::ray/*"]}]}`)))

@@ -71,7 +71,7 @@ func TestMinIOChecksOnRealMinIO(t *testing.T) {
 	got = checks()
 	assert.Equal(t, Pass, got["minio.private"].Status, got["minio.private"].Evidence)
 
-	ma, err := madmin.New(strings.TrimPrefix(srv.URL, "http://"), srv.RootUser, srv.RootPassword, false)
+	ma, err := madmin.NewWithOptions(strings.TrimPrefix(srv.URL, "http://"), &madmin.Options{Creds: credentials.NewStaticV4(srv.RootUser, srv.RootPassword, "")})
 	require.NoError(t, err)
 	require.NoError(t, ma.AddCannedPolicy(ctx, store.BucketPolicyName(store.DefaultBucket), []byte(oldLabUserPolicy)))
 	got = checks()
