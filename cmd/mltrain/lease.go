@@ -129,7 +129,16 @@ func (a *app) remindLease(c *cobra.Command) {
 			return
 		}
 	}
-	l := plan.LeaseAt(a.StateDir().LeaseEnd(), a.now())
+	end := a.StateDir().LeaseEnd()
+	if f := c.Flags().Lookup("lease-end"); f != nil && f.Changed {
+		// up --lease-end: the end it is about to record, not the old one
+		// (a bad value is up's to report).
+		var err error
+		if end, err = plan.ParseLeaseEnd(f.Value.String(), a.now()); err != nil {
+			return
+		}
+	}
+	l := plan.LeaseAt(end, a.now())
 	if l == nil {
 		return
 	}

@@ -130,7 +130,14 @@ func TestTheReminderAppearsWithin30MinutesOfTheEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "lease end 17:00 UTC has passed (12m ago): the node may be wiped at any moment: save your work now: "+backup+", then copy the file off the node\n", errOut)
 
-	// --json: one JSON event on stderr, as the command's progress is.
+	// up --lease-end speaks of the end it records, not the recorded one
+	// (a bad value is left to up, which fails on it).
+	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-5*time.Minute), fake.New(), append(lab, "up", "--lease-end", "+2h", "--pull", "bogus")...)
+	assert.NotContains(t, errOut, "lease ends in")
+	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-3*time.Hour), fake.New(), append(lab, "up", "--lease-end", "+20m", "--pull", "bogus")...)
+	assert.Contains(t, errOut, "lease ends in 20m (14:20 UTC)")
+
+		// --json: one JSON event on stderr, as the command's progress is.
 	_, errOut, err = leaseCLI(t, leaseEnd.Add(-5*time.Minute), nil, append(guide, "--json")...)
 	require.NoError(t, err)
 	var ev struct{ Kind, Message string }
