@@ -89,13 +89,14 @@ func (l Lease) Reminder(backup string) string {
 	return fmt.Sprintf("lease %s: %s", l.Left, save)
 }
 
-// Span is d in whole minutes as a person reads it: "2h50m", "24m", "under
-// a minute".
+// Span is d to the nearest minute as a person reads it: "2h50m", "24m",
+// "under a minute" (a lease set to +20m reads 20m, not 19m59s).
 func Span(d time.Duration) string {
-	d = d.Truncate(time.Minute)
-	switch h, m := int(d/time.Hour), int(d%time.Hour/time.Minute); {
-	case d < time.Minute:
+	if d < 30*time.Second {
 		return "under a minute"
+	}
+	d = d.Round(time.Minute)
+	switch h, m := int(d/time.Hour), int(d%time.Hour/time.Minute); {
 	case h == 0:
 		return fmt.Sprintf("%dm", m)
 	case m == 0:

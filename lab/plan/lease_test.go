@@ -60,6 +60,8 @@ func TestLeaseAtSaysTimeLeftAndWhenToWarn(t *testing.T) {
 	assert.Equal(t, "lease ends in 24m (17:00 UTC): save your work now: "+backup+", then copy the file off the node",
 		LeaseAt(end, end.Add(-24*time.Minute-10*time.Second)).Reminder(backup))
 	assert.Contains(t, LeaseAt(end, end.Add(-20*time.Second)).Reminder(backup), "lease ends in under a minute (17:00 UTC)")
+	assert.Equal(t, "ends in 20m (17:00 UTC)", LeaseAt(end, end.Add(-20*time.Minute+time.Millisecond)).Left, "to the nearest minute")
+	assert.Equal(t, "ends in 2h (17:00 UTC)", LeaseAt(end, end.Add(-2*time.Hour-29*time.Second)).Left)
 
 	// Past the end the line says so.
 	l = LeaseAt(end, end.Add(5*time.Minute))
