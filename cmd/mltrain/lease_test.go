@@ -137,7 +137,7 @@ func TestTheReminderAppearsWithin30MinutesOfTheEnd(t *testing.T) {
 	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-3*time.Hour), fake.New(), append(lab, "up", "--lease-end", "+20m", "--pull", "bogus")...)
 	assert.Contains(t, errOut, "lease ends in 20m (14:20 UTC)")
 
-		// --json: one JSON event on stderr, as the command's progress is.
+	// --json: one JSON event on stderr, as the command's progress is.
 	_, errOut, err = leaseCLI(t, leaseEnd.Add(-5*time.Minute), nil, append(guide, "--json")...)
 	require.NoError(t, err)
 	var ev struct{ Kind, Message string }
