@@ -52,6 +52,9 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 				return clierr.WithCode(clierr.Hintf("run '"+a.lab().Line("lab", labGuide)+"' to see the exercises",
 					"unknown exercise %q (one of: %s)", name, strings.Join(names, ", ")), clierr.ExitUsage)
 			}
+			if err := a.leaseFits(cmd, args, name, o); err != nil {
+				return err
+			}
 			needEngine := ex.NeedsEngine
 			if name == labAll {
 				needEngine = slices.ContainsFunc(exercise.Exercises(), func(e exercise.Exercise) bool { return e.NeedsEngine })

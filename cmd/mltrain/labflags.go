@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +20,8 @@ type labFlags struct {
 	nodeIP string
 	images map[service.Role]*string
 	ports  map[string]int
+	// leaseEnd is up's --lease-end, parsed (zero when not given).
+	leaseEnd time.Time
 }
 
 // addLabFlags registers the lab's option flags on fs.
@@ -81,7 +84,7 @@ func (f *labFlags) choices(project string, fl *pflag.FlagSet, dir state.Dir) (pl
 	if err != nil {
 		return plan.Choices{}, nil, err
 	}
-	c := plan.Choices{Options: o, HostIP: f.hostIP, NodeIP: f.nodeIP}
+	c := plan.Choices{Options: o, HostIP: f.hostIP, NodeIP: f.nodeIP, LeaseEnd: f.leaseEnd}
 	prev, ok := dir.Choices()
 	if !ok {
 		return c, nil, nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -33,13 +34,15 @@ type app struct {
 
 	// connect opens the engine; tests replace it with a fake.
 	connect func(ctx context.Context) (docker.Engine, error)
+	// now is the clock the lease is read by; tests replace it.
+	now func() time.Time
 }
 
 func newRoot(out, errOut io.Writer) *cobra.Command { return newApp(out, errOut).root() }
 
 // newApp is the CLI's state before flags are parsed; tests replace connect.
 func newApp(out, errOut io.Writer) *app {
-	a := &app{out: out, errOut: errOut}
+	a := &app{out: out, errOut: errOut, now: time.Now}
 	a.connect = a.connectEngine
 	return a
 }
@@ -70,7 +73,7 @@ and verifies them.`,
 		a.gpusCmd(), a.doctorCmd(),
 		a.renderCmd(), a.buildCmd(), a.imagesCmd(),
 		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(), a.joinTokenCmd(), a.joinCmd(),
-		a.dataCmd(), a.labCmd(), a.verifyCmd(), a.fleetCmd(),
+		a.dataCmd(), a.labCmd(), a.verifyCmd(), a.fleetCmd(), a.leaseCmd(),
 	)
 	// cobra adds 'completion' when it executes; add it now so its mistakes
 	// are usage errors too.
@@ -87,6 +90,7 @@ and verifies them.`,
 		if err := service.CheckProject(a.project); err != nil {
 			return clierr.Usage(err, c.CommandPath())
 		}
+		a.remindLease(c)
 		return nil
 	}
 	return root

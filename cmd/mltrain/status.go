@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/service"
 	"github.com/mltrain/mltrain/lab/status"
 )
@@ -31,6 +32,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 			if err != nil {
 				return err
 			}
+			st.Lease = plan.LeaseAt(a.StateDir().LeaseEnd(), a.now())
 			if a.json {
 				if err := printJSON(a.out, st); err != nil {
 					return err
@@ -39,6 +41,7 @@ running, whatever its container's state (none, created, exited, paused).`,
 			}
 			if len(st.Services) == 0 && len(st.Missing) == 0 {
 				fmt.Fprintf(a.out, "Lab %q has no containers. Next: '%s'.\n", a.project, a.lab().Line("up"))
+				printLeaseLeft(a, st)
 				for _, n := range st.Notes {
 					fmt.Fprintf(a.out, "Note: %s\n", n)
 				}
@@ -83,6 +86,7 @@ func printStatus(a *app, st status.Status) {
 		tw.Flush()
 	}
 	fmt.Fprintf(a.out, "\nRay: %s\n", st.Ray)
+	printLeaseLeft(a, st)
 	for _, n := range st.Notes {
 		fmt.Fprintf(a.out, "Note: %s\n", n)
 	}
@@ -94,6 +98,13 @@ func printStatus(a *app, st status.Status) {
 	}
 	if len(pages) > 0 {
 		fmt.Fprintln(a.out, strings.Join(pages, " · "))
+	}
+}
+
+// printLeaseLeft says the time left on the node's lease, when known.
+func printLeaseLeft(a *app, st status.Status) {
+	if l := st.Lease; l != nil {
+		fmt.Fprintf(a.out, "Lease: %s; back up before it: '%s'\n", l.Left, a.backupLine())
 	}
 }
 

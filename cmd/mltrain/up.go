@@ -18,7 +18,7 @@ import (
 )
 
 func (a *app) upCmd() *cobra.Command {
-	var pull string
+	var pull, leaseEnd string
 	var rebuild, noRollback, noWait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -44,10 +44,18 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	fl.BoolVar(&rebuild, "rebuild", false, "rebuild mltrain's images even when their content hash is unchanged")
 	fl.BoolVar(&noRollback, "no-rollback", false, "keep the containers of a failed first up for inspection")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the lab to be ready")
+	fl.StringVar(&leaseEnd, "lease-end", "", "when the node's lease ends: RFC 3339 (2026-11-29T17:00:00Z) or from now ("+leaseExample+"); kept by re-ups (see 'mltrain lease')")
 	data := addDataFlags(fl)
 	addNoWait(fl, &noWait, "")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		if cmd.Flags().Changed("lease-end") {
+			end, err := a.parseLeaseEnd(leaseEnd, a.commands(cmd, nil).AgainWith("--lease-end", leaseExample))
+			if err != nil {
+				return fmt.Errorf("--lease-end: %w", err)
+			}
+			lf.leaseEnd = end
+		}
 		ch, changes, err := lf.choices(a.project, cmd.Flags(), a.StateDir())
 		if err != nil {
 			return err
@@ -76,7 +84,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 			PopulateWorkspace: func(dir string) error { _, err := workspace.Ensure(dir); return err },
 		}, lifecycle.UpOptions{
 			StateDir: a.StateDir(), Lab: ch.Options, HostIP: ch.HostIP, NodeIP: ch.NodeIP, Images: images.Options{Pull: policy, Rebuild: rebuild},
-			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil),
+			Timeout: timeout, NoRollback: noRollback, Data: load, Commands: a.commands(cmd, nil), LeaseEnd: ch.LeaseEnd,
 		})
 		w.progressDone()
 		if err != nil {

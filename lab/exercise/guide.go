@@ -42,8 +42,20 @@ func Guide(c nextstep.Commands, dashboard string) string {
 		fmt.Fprintf(&b, "   By hand: %s\n", s.ByHand)
 	}
 	fmt.Fprintf(&b, "\nAfterwards `%s` checks every step from the records the exercises left.\n", c.Line("verify"))
+	// Last, because the node is wiped when its lease ends.
+	fmt.Fprintf(&b, "\nLast, back up before the node's lease ends (the node is wiped then): `%s`\n", BackupLine(c))
+	fmt.Fprintf(&b, "saves the lab's work; copy the file off the node, and `%s` brings it back on a new\n", c.Line("restore", "FILE"))
+	fmt.Fprintf(&b, "one. `%s` shows the time left.\n", c.Line("lease"))
 	return b.String()
 }
+
+// BackupDest is where the lab's reminders tell to save its work before the
+// node's lease ends.
+const BackupDest = "~/lab-backup.tar.gz"
+
+// BackupLine is the command line that saves the lab's work to BackupDest,
+// the ~ left for the shell to expand.
+func BackupLine(c nextstep.Commands) string { return c.Line("backup") + " " + BackupDest }
 
 // Text renders a record for the terminal: verdict, what to look at, numbers.
 func (rec Record) Text() string {

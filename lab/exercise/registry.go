@@ -3,6 +3,7 @@ package exercise
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/mltrain/mltrain/lab/nextstep"
 )
@@ -22,8 +23,10 @@ type Exercise struct {
 	// Request is what the course asks of each job or training worker;
 	// a run fits it to the lab's workers (size).
 	Request Request
-	run     func(context.Context, *runner) error
-	judge   func(Record) []string
+	// Takes is how long it may run (takes.go), for a lab's lease.
+	Takes Takes
+	run   func(context.Context, *runner) error
+	judge func(Record) []string
 	// byHand writes Spec.ByHand where it names mltrain commands, which
 	// must carry the lab's flags.
 	byHand func(nextstep.Commands) string
@@ -33,6 +36,21 @@ type Exercise struct {
 // falls short of what the lesson expects; none when it shows it. It reads
 // only the record, so `mltrain verify` reaches the same verdict later.
 func (e Exercise) Judge(rec Record) []string { return e.judge(rec) }
+
+// The exercises' durations (Takes) start from docs/LAB.md's one measured
+// figure: a full run of train.py (20 epochs, MobileNetV2 on Food-11, one
+// A100, the course's 8 CPUs) takes 10-15 minutes; each counts its upper end,
+// fullRun, in runs of train.py. A quick run (4 training batches per epoch,
+// food11_model.py's trainer_limits) is job start-up: the runtime env, the
+// working dir's upload, loading the dataset's file lists and the weights,
+// and for Ray Train the worker group: quickRun, a minute and a half each,
+// doubled to take in a loaded node. All six as the course runs them add up
+// to about 2h20m, inside the 3 hours a node is leased for; with --quick to
+// 25m ("minutes, not hours", as docs/LAB.md says of lab all --quick).
+const (
+	fullRun  = 15 * time.Minute
+	quickRun = 3 * time.Minute
+)
 
 // registry holds the exercises in the order of the lab.
 var registry = []Exercise{
@@ -46,8 +64,10 @@ var registry = []Exercise{
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . --entrypoint-num-gpus 1 --entrypoint-num-cpus 8 -- python train.py --mode plain",
 		},
 		Request: Request{CPUs: 8, PerNode: 1},
-		Proves:  "a single-GPU job SUCCEEDED",
-		run:     runSubmit, judge: judgeSubmit,
+		// One plain run: the measured figure.
+		Takes:  Takes{Full: fullRun, Quick: quickRun, Trains: true},
+		Proves: "a single-GPU job SUCCEEDED",
+		run:    runSubmit, judge: judgeSubmit,
 	},
 	{
 		Spec: Spec{
@@ -59,8 +79,11 @@ var registry = []Exercise{
 			ByHand: "ray job submit --no-wait --runtime-env runtime.json --working-dir . --entrypoint-num-gpus 2 --entrypoint-num-cpus 8 -- python train.py --mode plain; then end it by killing its supervisor actor _ray_internal_job_actor_<id> (Actors page, or the REST call in the workspace's README), since 'ray job stop' may leave an unplaced job PENDING",
 		},
 		Request: Request{CPUs: 8, PerNode: 1},
-		Proves:  "a 2-GPU job stayed PENDING with its demand listed",
-		run:     runInfeasible, judge: judgeInfeasible,
+		// No training: a submit, the 30 s watch (--observe) and ending the
+		// supervisor actor.
+		Takes:  Takes{Full: 2 * time.Minute, Quick: 2 * time.Minute, Watches: true},
+		Proves: "a 2-GPU job stayed PENDING with its demand listed",
+		run:    runInfeasible, judge: judgeInfeasible,
 	},
 	{
 		Spec: Spec{
@@ -72,8 +95,11 @@ var registry = []Exercise{
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --workers 2",
 		},
 		Request: Request{CPUs: 8, PerNode: 1},
-		Proves:  "a 2-worker Ray Train job SUCCEEDED on both workers",
-		run:     runMulti, judge: judgeMulti,
+		// Two workers train half the data each, but the worker group's start
+		// and DDP's all-reduce eat into the halving: counted as one run.
+		Takes:  Takes{Full: fullRun, Quick: quickRun, Trains: true},
+		Proves: "a 2-worker Ray Train job SUCCEEDED on both workers",
+		run:    runMulti, judge: judgeMulti,
 	},
 	{
 		Spec: Spec{
@@ -85,8 +111,12 @@ var registry = []Exercise{
 			ByHand: "three times: ray job submit --no-wait --runtime-env runtime.json --working-dir . -- python train.py --mode ray --gpu-fraction 0.5 --cpus-per-worker 4",
 		},
 		Request: Request{CPUs: 4, PerNode: 2},
-		Proves:  "three 0.5-GPU jobs trained at the same time",
-		run:     runFractional, judge: judgeFractional,
+		// One job alone (0.5 GPU, 4 CPUs: no faster than a run), then three
+		// at once, two of them sharing a GPU at half speed each: about two
+		// runs more. Quick: two rounds of job start-up.
+		Takes:  Takes{Full: 3 * fullRun, Quick: 5 * time.Minute, Trains: true},
+		Proves: "three 0.5-GPU jobs trained at the same time",
+		run:    runFractional, judge: judgeFractional,
 	},
 	{
 		Spec: Spec{
@@ -101,7 +131,11 @@ var registry = []Exercise{
 			return "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode ray --max-failures 2; while it trains: " +
 				c.Line("worker", "stop", "N") + "; afterwards: " + c.Line("worker", "start", "N")
 		},
-		Request:     Request{CPUs: 8, PerNode: 1},
+		Request: Request{CPUs: 8, PerNode: 1},
+		// A run, plus the stop, Ray's health checks (up to about a minute),
+		// the restart on the other worker and the epoch redone since the
+		// checkpoint. Quick: 10 quick epochs and the same restart.
+		Takes:       Takes{Full: fullRun + 5*time.Minute, Quick: 2 * quickRun, Trains: true},
 		Proves:      "training resumed from a registered MinIO checkpoint after a worker stop",
 		NeedsEngine: true,
 		run:         runFault, judge: judgeFault,
@@ -116,8 +150,16 @@ var registry = []Exercise{
 			ByHand: "ray job submit --runtime-env runtime.json --working-dir . -- python train.py --mode tune --num-samples 16",
 		},
 		Request: Request{CPUs: 4, PerNode: 2},
-		Proves:  "a Tune run in which ASHA stopped trials early and others ran to max_t",
-		run:     runTune, judge: judgeTune,
+		// 16 trials, 4 at a time at 0.5 GPU (two per GPU, each at about
+		// half speed). ASHA (grace 1, reduction factor 2, max_t 20), counted
+		// as synchronous halving, runs 16·1 + 8·1 + 4·2 + 2·4 + 1·8 + 1·4 =
+		// 52 trial-epochs; an epoch is fullRun/20 = 45 s alone, 90 s at half
+		// a GPU; 4 at once: about 20m. Asynchronous ASHA promotes more
+		// eagerly: doubled, with the trials' start-up, 45m. Quick: 8 trials,
+		// two rounds of start-up.
+		Takes:  Takes{Full: 3 * fullRun, Quick: 2 * quickRun, Trains: true},
+		Proves: "a Tune run in which ASHA stopped trials early and others ran to max_t",
+		run:    runTune, judge: judgeTune,
 	},
 }
 

@@ -37,6 +37,9 @@ type UpOptions struct {
 	// HostIP and NodeIP are the addresses the user gave (recorded with Lab
 	// as the lab's choices; Detect already uses them).
 	HostIP, NodeIP string
+	// LeaseEnd is when the node's lease ends (zero: not known), recorded
+	// with the lab's choices.
+	LeaseEnd time.Time
 }
 
 // UpDeps are Up's ways to reach the world; tests replace Detect.
@@ -82,7 +85,7 @@ func upSteps(o UpOptions) []step {
 			}
 			r.res.URLs = plan.MakeURLs(p)
 			r.state = state.State{Project: p.Project, Plan: p, URLs: r.res.URLs, Probes: plan.ProbeAddrs(p),
-				Choices: &plan.Choices{Options: o.Lab.WithDefaults(), HostIP: o.HostIP, NodeIP: o.NodeIP}}
+				Choices: &plan.Choices{Options: o.Lab.WithDefaults(), HostIP: o.HostIP, NodeIP: o.NodeIP, LeaseEnd: o.LeaseEnd}}
 			return r.planned(p), nil
 		}},
 		{name: "render", run: renderStep},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/service"
@@ -19,6 +20,10 @@ type Choices struct {
 	Options Options `json:"options"`
 	HostIP  string  `json:"host_ip,omitempty"`
 	NodeIP  string  `json:"node_ip,omitempty"`
+	// LeaseEnd is when the node's lease ends (--lease-end, 'mltrain
+	// lease'); zero when not known. Commands remind the user to back up
+	// before it, and exercises that cannot finish before it are refused.
+	LeaseEnd time.Time `json:"lease_end,omitzero"`
 }
 
 // Given reports whether the user named a flag on this command line.
@@ -47,6 +52,7 @@ func (c Choices) Over(prev Choices, given Given) Choices {
 	pick("ray-port-base", func() { p.RayPortBase = o.RayPortBase })
 	pick("host-ip", func() { out.HostIP = c.HostIP })
 	pick("node-ip", func() { out.NodeIP = c.NodeIP })
+	pick("lease-end", func() { out.LeaseEnd = c.LeaseEnd })
 	p.Images = maps.Clone(prev.Options.Images)
 	for _, r := range service.Roles() {
 		if img, ok := o.Images[r]; ok && given("image-"+string(r)) {
@@ -90,6 +96,9 @@ func (c Choices) Changes(prev Choices) []string {
 	add("Ray port base", a.RayPortBase, b.RayPortBase)
 	add("host address", prev.HostIP, c.HostIP)
 	add("node address", prev.NodeIP, c.NodeIP)
+	if !prev.LeaseEnd.Equal(c.LeaseEnd) {
+		out = append(out, fmt.Sprintf("lease end: %s → %s", leaseWords(prev.LeaseEnd), leaseWords(c.LeaseEnd)))
+	}
 	for _, r := range service.Roles() {
 		add(string(r)+" image", a.Images[r], b.Images[r])
 	}

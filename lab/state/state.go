@@ -85,3 +85,35 @@ func (d Dir) UnreadableState(err error) error {
 
 // pct is s as literal text inside a clierr.Next's format.
 func pct(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+
+// LeaseEnd is when the node's lease ends, as the lab's choices record it;
+// zero when not known (no lab, no choices, or an unreadable state.json:
+// the commands that need the lab say why).
+func (d Dir) LeaseEnd() time.Time {
+	c, _ := d.Choices()
+	return c.LeaseEnd
+}
+
+// SetLeaseEnd records when the node's lease ends in the lab's choices
+// (zero forgets it) and returns the end recorded before. Everything else
+// in state.json is kept. A lab whose state.json holds no choices (written
+// by join, or by an older mltrain) gets choices holding only the lease: a
+// later up without flags plans with the defaults, as it would with none.
+func (d Dir) SetLeaseEnd(end time.Time) (time.Time, error) {
+	s, err := d.State()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if s.Choices == nil {
+		s.Choices = &plan.Choices{}
+	}
+	prev := s.Choices.LeaseEnd
+	s.Choices.LeaseEnd = end.UTC()
+	if end.IsZero() {
+		s.Choices.LeaseEnd = time.Time{}
+	}
+	if err := d.SaveState(s); err != nil {
+		return time.Time{}, fmt.Errorf("record the lease end in %s: %w", d.File(StateFile), err)
+	}
+	return prev, nil
+}

@@ -69,6 +69,10 @@ type Status struct {
 	nodeIP   string            // this host's node address when the nodes span hosts
 	commands nextstep.Commands // writes Next for this lab
 	stateErr error             // state.json exists but cannot be read
+
+	// Lease is the time left on the node's lease, when the lab knows it
+	// (set by the command layer, which owns the clock).
+	Lease *plan.Lease `json:"lease,omitempty"`
 }
 
 // RemoteNode is a Ray node another host runs, as the head lists it.
