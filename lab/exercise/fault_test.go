@@ -2,6 +2,7 @@ package exercise_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,8 @@ const (
 var labWorkers = map[string]string{w0IP: "ray-worker-0", w1IP: "ray-worker-1"}
 
 // rayEngine is the engine with Ray's raylets in its containers: a stopped
-// container's raylet stops answering, a started one registers again as a
-// new node, as `ray start --block` in a container does.
+// container's raylet unregisters (SIGTERM), a started one registers again
+// as a new node, as `ray start --block` in a container does.
 type rayEngine struct {
 	docker.Engine
 	ray   *raytest.Modelled
@@ -55,7 +56,8 @@ func (e *rayEngine) join(name string, spec raymodel.NodeSpec) {
 func (e *rayEngine) ContainerStop(ctx context.Context, id string, timeout time.Duration) error {
 	err := e.Engine.ContainerStop(ctx, id, timeout)
 	if name, ok := e.names[id]; ok && err == nil {
-		e.ray.Silence(e.nodes[name], e.ray.Config().Now())
+		// docker stop's SIGTERM: the raylet unregisters (Ray's node is DEAD at once).
+		e.ray.Unregister(e.nodes[name])
 	}
 	return err
 }
@@ -65,6 +67,15 @@ func (e *rayEngine) ContainerStart(ctx context.Context, id string) error {
 	if name, ok := e.names[id]; ok && err == nil {
 		spec := e.specs[name]
 		spec.ID = "" // a new raylet is a new node
+		// On a bridge network a started container has a new address, and
+		// its raylet registers that; on the host network the host's.
+		if d, err := e.Engine.ContainerInspect(ctx, id); err == nil && spec.Labels[labels.RayNodeService] == "" {
+			for _, ip := range d.Networks {
+				if ip != "" {
+					spec.IP = ip
+				}
+			}
+		}
 		e.nodes[name] = e.ray.Join(spec)
 	}
 	return err
@@ -345,10 +356,76 @@ func TestFaultSaysWhenTrainingRunsOnAnotherHost(t *testing.T) {
 	faultRay(f, eng, raymodel.Config{},
 		faultNode{spec: raymodel.NodeSpec{ID: "head", IP: "10.52.0.7", Head: true, Total: raymodel.Resources{"CPU": 4}}},
 		faultNode{spec: raymodel.NodeSpec{ID: "node-" + remote, IP: remote, Total: raymodel.Resources{"CPU": 32, "GPU": 1},
-			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}}})
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}}},
+		faultNode{spec: raymodel.NodeSpec{ID: "node-10.52.0.9", IP: "10.52.0.9", Total: raymodel.Resources{"CPU": 32, "GPU": 1},
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-1"}}})
 	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at 10.52.0.8, a host that joined the lab")
 	assert.Contains(t, clierr.Hint(err), "mltrain lab fault")
 	assert.Empty(t, eng.CallsOf("stop"), "nothing of this host was stopped")
+}
+
+// A worker already stopped is started again, and the exercise waits until
+// Ray lists its new node ALIVE, before it submits anything: it never stops
+// the last running worker.
+func TestFaultHealsAStoppedWorkerFirst(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, labWorkers, w1IP, w0IP)
+	ctx := context.Background()
+	require.NoError(t, f.env.Engine.ContainerStop(ctx, "ray-worker-0", time.Second)) // the student's `mltrain worker stop 0`
+	rec, err := exercise.Run(ctx, f.env, "fault", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	assert.Equal(t, []string{"ray-worker-0", "ray-worker-1"}, eng.CallsOf("start"), "the stopped worker first, the training one after the fault")
+	assert.Equal(t, []string{"ray-worker-0", "ray-worker-1"}, eng.CallsOf("stop"), "the student's stop, then the exercise's")
+	assert.Equal(t, "ray-worker-0", rec.Fault.ResumedContainer)
+	said := said(f)
+	assert.Contains(t, said, "ray-worker-0 is stopped: starting it again first")
+	assert.Contains(t, said, "Ray lists ray-worker-0's new node")
+}
+
+// A stopped worker that cannot be started refuses the run with the command
+// that brings it back; nothing is submitted or stopped.
+func TestFaultRefusesWhenAStoppedWorkerWillNotStart(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, labWorkers, w1IP, w0IP)
+	ctx := context.Background()
+	require.NoError(t, f.env.Engine.ContainerStop(ctx, "ray-worker-0", time.Second))
+	eng.StartFunc = func(name string) error {
+		if name == "ray-worker-0" {
+			return errors.New("no such device /dev/dri/renderD128")
+		}
+		return nil
+	}
+	rec, err := exercise.Run(ctx, f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ray-worker-0 is stopped and could not be started again")
+	assert.Contains(t, clierr.Hint(err), "mltrain worker start 0")
+	assert.Contains(t, clierr.Hint(err), "mltrain lab fault")
+	assert.Equal(t, []string{"ray-worker-0"}, eng.CallsOf("stop"), "only the student's stop")
+	assert.Empty(t, rec.Jobs, "nothing submitted")
+}
+
+// The stop is docker stop's: Ray lists the node DEAD at once ("received
+// SIGTERM"), and the exercise says so, not that Ray waits for its checks.
+func TestFaultSaysWhatRayShowsForTheStop(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, labWorkers, w1IP, w0IP)
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	said := said(f)
+	assert.Contains(t, said, "stopping ray-worker-1 as `docker stop` does (SIGTERM)")
+	assert.Contains(t, said, "Ray lists the node DEAD within about a second")
+	var dead []ray.Node
+	for _, n := range f.ray.Nodes() {
+		if n.State == "DEAD" {
+			dead = append(dead, n)
+		}
+	}
+	require.Len(t, dead, 1, "the stopped worker's old node; its restart is a new node")
+	assert.Equal(t, w1IP, dead[0].NodeIP)
+	assert.Contains(t, dead[0].StateMessage, "received SIGTERM")
 }
