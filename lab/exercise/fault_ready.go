@@ -14,8 +14,9 @@ import (
 	"github.com/mltrain/mltrain/lab/status"
 )
 
-// healTimeout bounds the wait for a restarted worker's new node: `ray start`
-// gives up on a GCS it cannot reach within about 10 s, so a minute is ample.
+// healTimeout bounds the wait for a restarted worker's new node (and
+// --timeout, when shorter): `ray start` gives up on a GCS it cannot reach
+// within about 10 s, so a minute is ample.
 const healTimeout = time.Minute
 
 // faultReady runs before anything is submitted: the exercise stops the
@@ -67,7 +68,8 @@ func heal(ctx context.Context, r *runner, w status.WorkerContainer) error {
 	if err := r.env.Engine.ContainerStart(ctx, w.ID); err != nil {
 		return clierr.Hintf(next, "worker container %s is stopped and could not be started again: %w; nothing was stopped", w.Name, err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, healTimeout)
+	limit := min(healTimeout, r.o.Timeout)
+	hctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
 		d, err := r.env.Engine.ContainerInspect(hctx, w.ID)
@@ -87,7 +89,7 @@ func heal(ctx context.Context, r *runner, w status.WorkerContainer) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return clierr.Hintf(next, "started %s again, but Ray listed no new ALIVE node of it within %s; nothing was stopped", w.Name, healTimeout)
+			return clierr.Hintf(next, "started %s again, but Ray listed no new ALIVE node of it within %s; nothing was stopped", w.Name, limit)
 		}
 	}
 }

@@ -91,3 +91,22 @@ func TestFaultRefusesWithOneWorkerNode(t *testing.T) {
 	assert.Empty(t, eng.CallsOf("stop"))
 	assert.Empty(t, rec.Jobs, "nothing submitted")
 }
+
+// A restarted worker whose raylet never joins (here: the engine starts the
+// container, Ray lists no new node) refuses the run once the wait is over,
+// with the command to try; the stale node Ray still lists ALIVE at the old
+// address is not taken for it.
+func TestFaultRefusesWhenARestartedWorkerNeverJoins(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, map[string]string{w1IP: "ray-worker-1"}, w1IP, w0IP) // worker 0's raylet is none of the engine's
+	f.opts.Timeout = 500 * time.Millisecond
+	ctx := context.Background()
+	require.NoError(t, eng.ContainerStop(ctx, "ray-worker-0", time.Second)) // killed: Ray still lists its node ALIVE
+	rec, err := exercise.Run(ctx, f.env, "fault", f.opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "started ray-worker-0 again, but Ray listed no new ALIVE node of it within 500ms")
+	assert.Contains(t, clierr.Hint(err), "mltrain worker start 0")
+	assert.Equal(t, []string{"ray-worker-0"}, eng.CallsOf("stop"), "only the test's stop")
+	assert.Empty(t, rec.Jobs, "nothing submitted")
+}
