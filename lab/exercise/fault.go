@@ -33,6 +33,9 @@ func runFault(ctx context.Context, r *runner) error {
 	if err := faultNeeds(r); err != nil {
 		return err
 	}
+	if err := faultReady(ctx, r); err != nil {
+		return err
+	}
 	i, err := r.submit(ctx, jobSpec{args: faultArgs(r), runName: true})
 	if err != nil {
 		return err
@@ -185,7 +188,8 @@ func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
 // stop stops the training worker; the func it returns starts it again (once).
 func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), error) {
 	r := f.r
-	r.say("Ray Train registered checkpoint %s: stopping %s", f.obs.LatestAtStop, c.Name)
+	r.say("Ray Train registered checkpoint %s", f.obs.LatestAtStop)
+	r.say("%s", stopSays(c.Name))
 	f.obs.StoppedAt = r.env.Now()
 	if err := r.env.Engine.ContainerStop(ctx, c.ID, stopTimeout); err != nil {
 		return func() {}, fmt.Errorf("stop worker container %s: %w", c.Name, err)

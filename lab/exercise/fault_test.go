@@ -30,8 +30,8 @@ const (
 var labWorkers = map[string]string{w0IP: "ray-worker-0", w1IP: "ray-worker-1"}
 
 // rayEngine is the engine with Ray's raylets in its containers: a stopped
-// container's raylet stops answering, a started one registers again as a
-// new node, as `ray start --block` in a container does.
+// container's raylet unregisters (SIGTERM), a started one registers again
+// as a new node, as `ray start --block` in a container does.
 type rayEngine struct {
 	docker.Engine
 	ray   *raytest.Modelled
@@ -55,7 +55,8 @@ func (e *rayEngine) join(name string, spec raymodel.NodeSpec) {
 func (e *rayEngine) ContainerStop(ctx context.Context, id string, timeout time.Duration) error {
 	err := e.Engine.ContainerStop(ctx, id, timeout)
 	if name, ok := e.names[id]; ok && err == nil {
-		e.ray.Silence(e.nodes[name], e.ray.Config().Now())
+		// docker stop's SIGTERM: the raylet unregisters (Ray's node is DEAD at once).
+		e.ray.Unregister(e.nodes[name])
 	}
 	return err
 }
@@ -65,6 +66,15 @@ func (e *rayEngine) ContainerStart(ctx context.Context, id string) error {
 	if name, ok := e.names[id]; ok && err == nil {
 		spec := e.specs[name]
 		spec.ID = "" // a new raylet is a new node
+		// On a bridge network a started container has a new address, and
+		// its raylet registers that; on the host network the host's.
+		if d, err := e.Engine.ContainerInspect(ctx, id); err == nil && spec.Labels[labels.RayNodeService] == "" {
+			for _, ip := range d.Networks {
+				if ip != "" {
+					spec.IP = ip
+				}
+			}
+		}
 		e.nodes[name] = e.ray.Join(spec)
 	}
 	return err
@@ -345,7 +355,9 @@ func TestFaultSaysWhenTrainingRunsOnAnotherHost(t *testing.T) {
 	faultRay(f, eng, raymodel.Config{},
 		faultNode{spec: raymodel.NodeSpec{ID: "head", IP: "10.52.0.7", Head: true, Total: raymodel.Resources{"CPU": 4}}},
 		faultNode{spec: raymodel.NodeSpec{ID: "node-" + remote, IP: remote, Total: raymodel.Resources{"CPU": 32, "GPU": 1},
-			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}}})
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-0"}}},
+		faultNode{spec: raymodel.NodeSpec{ID: "node-10.52.0.9", IP: "10.52.0.9", Total: raymodel.Resources{"CPU": 32, "GPU": 1},
+			Labels: map[string]string{labels.RayNodeLab: "mltrain", labels.RayNodeService: "ray-worker-1"}}})
 	_, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at 10.52.0.8, a host that joined the lab")

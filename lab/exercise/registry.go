@@ -124,7 +124,7 @@ var registry = []Exercise{
 			Lesson:   "With FailureConfig(max_failures) and checkpoints in shared storage, Ray Train restarts a failed run on another node from the last checkpoint.",
 			Expected: "the training worker's container is stopped once Ray Train has registered a checkpoint; training resumes on the other worker from that checkpoint (or a newer one), at the next epoch, and the job SUCCEEDS",
 			Look: []string{"Jobs tab: the job's log shows MLTRAIN_EVENT checkpoint lines, the worker failure, then MLTRAIN_EVENT resume with the checkpoint",
-				"Cluster tab: the stopped worker's node stays ALIVE until Ray's health checks give up on it (15 s to about a minute), then DEAD; ALIVE again after the restart",
+				"Cluster tab: the stopped worker's node is DEAD within about a second (docker stop's SIGTERM makes its raylet unregister: \"received SIGTERM\"); after the restart the worker is a new node, ALIVE",
 				"MinIO console: bucket ray, the run's checkpoint_* folders"},
 		},
 		byHand: func(c nextstep.Commands) string {

@@ -116,7 +116,11 @@ func (r renderer) worker(svc service.Service, w plan.Worker) (types.ServiceConfi
 		if r.p.RenderGID > 0 {
 			s.GroupAdd = append(s.GroupAdd, strconv.Itoa(r.p.RenderGID))
 		}
-		// The container sees only its own render node, as device 0.
+		// The container sees only its own render node, as device 0. The
+		// course's ROCm compose sets both variables; Ray's amd_gpu.py reads
+		// HIP_VISIBLE_DEVICES (ROCR's alone makes it raise) and raises on a
+		// CUDA_VISIBLE_DEVICES that differs from HIP's, so none is set.
+		// docs/ray-fidelity.md, "AMD visibility".
 		r.setEnv(&s, "HIP_VISIBLE_DEVICES", "0", "ROCR_VISIBLE_DEVICES", "0")
 	default:
 		return s, fmt.Errorf("worker %s: unknown GPU vendor %q", w.Service, g.Vendor)

@@ -26,6 +26,7 @@ type node struct {
 	state   string // ALIVE or DEAD
 	message string
 	silent  time.Time // when its raylet stopped answering; zero while it answers
+	cut     bool      // silent because its network is cut: every check times out
 	used    Resources
 	gpus    []float64 // per GPU instance, the fraction handed out
 }
@@ -82,10 +83,12 @@ func (c *Cluster) Known(id string) bool {
 	return n != nil && n.state == "ALIVE"
 }
 
-// Silence says node id's raylet stopped answering at the given time (its
-// container stopped or was killed, without unregistering). The node stays
-// ALIVE until the health checks give up, then is DEAD; what ran on it is
-// lost at once (actors and Train workers die with their processes).
+// Silence says node id's raylet stopped answering at the given time
+// without unregistering: its container was killed (SIGKILL, `docker kill`,
+// out of memory) or the raylet crashed, and its address refuses at once.
+// The node stays ALIVE until the health checks give up (the typical
+// DeadAfter), then is DEAD; what ran on it is lost at once (actors and
+// Train workers die with their processes). A graceful stop is Unregister.
 func (c *Cluster) Silence(id string, at time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,6 +102,70 @@ func (c *Cluster) Silence(id string, at time.Time) bool {
 	c.step()
 	return true
 }
+
+// Cut says node id's network was cut at the given time (the raylet runs
+// on, unreachable): every health check waits out health_check_timeout_ms,
+// so the node stays ALIVE for the longest DeadAfter, then is DEAD.
+func (c *Cluster) Cut(id string, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.find(id)
+	if n == nil || n.state != "ALIVE" {
+		return false
+	}
+	if n.silent.IsZero() {
+		n.silent, n.cut = at, true
+	}
+	c.step()
+	return true
+}
+
+// Unregister plays a graceful stop (`docker stop`, `ray stop`): SIGTERM
+// reaches the raylet (through `ray start --block`'s shutdown hook), whose
+// handler unregisters its node with the GCS (NodeDeathInfo
+// EXPECTED_TERMINATION, "received SIGTERM"; src/ray/raylet/main.cc). The
+// node is DEAD at once, without the health checks' wait; what ran on it is
+// lost. It reports whether node id was ALIVE.
+func (c *Cluster) Unregister(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.find(id)
+	if n == nil || n.state != "ALIVE" {
+		return false
+	}
+	c.lost(n)
+	if n.silent.IsZero() {
+		n.silent = c.now() // its processes are gone from now: the job monitor counts from here
+	}
+	n.state, n.message = "DEAD", StoppedMessage
+	c.step()
+	return true
+}
+
+// UnregisterIP is Unregister for the ALIVE node at ip that still answers
+// (the container the host stopped); it reports whether there was one.
+func (c *Cluster) UnregisterIP(ip string) bool {
+	c.mu.Lock()
+	var id string
+	for _, n := range c.node {
+		if n.IP == ip && n.state == "ALIVE" && n.silent.IsZero() {
+			id = n.ID
+			break
+		}
+	}
+	c.mu.Unlock()
+	return id != "" && c.Unregister(id)
+}
+
+// The state messages of a DEAD node: a raylet that unregistered on SIGTERM,
+// and one the health checks gave up on. Ray's reason messages are "received
+// SIGTERM" (raylet main.cc) and "health check failed due to missing too
+// many heartbeats" (gcs_health_check_manager); the "Expected/Unexpected
+// termination: " prefixes are the model's, not confirmed for 2.54.
+const (
+	StoppedMessage = "Expected termination: received SIGTERM"
+	SilentMessage  = "Unexpected termination: health check failed due to missing too many heartbeats"
+)
 
 // SilenceIP is Silence for the ALIVE node at ip (the container the host
 // stopped); it reports whether there was one.
@@ -182,13 +249,16 @@ func (c *Cluster) find(id string) *node {
 // checks, the job monitor, package expiry, the programs. The lock is held.
 func (c *Cluster) step() {
 	now := c.now()
-	typical, _ := c.cfg.DeadAfter()
+	typical, longest := c.cfg.DeadAfter()
 	for _, n := range c.node {
 		if n.state == "ALIVE" && !n.silent.IsZero() {
 			c.lost(n)
-			if now.Sub(n.silent) >= typical {
-				n.state = "DEAD"
-				n.message = "Unexpected termination: health check failed due to missing too many heartbeats"
+			after := typical
+			if n.cut {
+				after = longest
+			}
+			if now.Sub(n.silent) >= after {
+				n.state, n.message = "DEAD", SilentMessage
 			}
 		}
 	}

@@ -2,8 +2,9 @@
 // shared by the in-process double (internal/ray/raytest) and the stand-in Ray
 // of the container tests (lab/labtest/testdata/standin): one code, two hosts.
 //
-// It keeps a cluster's nodes (ALIVE until the GCS health checks give up on a
-// silent raylet, then DEAD), the resources the scheduler hands out (GPU
+// It keeps a cluster's nodes (DEAD at once when a raylet unregisters on
+// SIGTERM; ALIVE until the GCS health checks give up on a silent one, then
+// DEAD), the resources the scheduler hands out (GPU
 // fractions pack), the job supervisor of every submission (placed by its
 // entrypoint resources; an infeasible one stays PENDING and shows as a demand
 // in the cluster status), working_dir packages (deleted once unreferenced and

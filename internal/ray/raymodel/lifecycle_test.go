@@ -31,6 +31,59 @@ func TestASilentNodeStaysAliveUntilTheHealthChecksGiveUp(t *testing.T) {
 	assert.False(t, c.Known(ids[1]), "a dead node never comes back")
 }
 
+// A graceful stop (docker stop: SIGTERM) unregisters the node: DEAD at
+// once, with the raylet's reason, not after the health checks.
+func TestAStoppedNodeIsDeadAtOnceWithItsReason(t *testing.T) {
+	c, _, ids := lab(t, raymodel.Config{})
+	require.True(t, c.UnregisterIP("10.0.0.3"))
+	assert.Equal(t, "DEAD", stateOf(c, ids[1]), "no health-check wait")
+	for _, n := range c.Nodes() {
+		if n.NodeID == ids[1] {
+			assert.Equal(t, raymodel.StoppedMessage, n.StateMessage)
+			assert.Contains(t, n.StateMessage, "received SIGTERM")
+		}
+	}
+	assert.False(t, c.Unregister(ids[1]), "a dead node unregisters once")
+	assert.False(t, c.Known(ids[1]))
+}
+
+// A kill or crash leaves the raylet's address refusing: the checks fail
+// fast (typical window); a cut network makes each check wait its timeout
+// (longest window).
+func TestAKilledNodeAndACutNodeWaitForTheHealthChecks(t *testing.T) {
+	cfg := raymodel.Config{HealthCheckPeriod: time.Second, HealthCheckTimeout: 2 * time.Second, HealthCheckFailures: 3}
+	typical, longest := cfg.DeadAfter()
+	require.Equal(t, 3*time.Second, typical)
+	require.Equal(t, 9*time.Second, longest)
+	c, clk, ids := lab(t, cfg)
+	require.True(t, c.Silence(ids[1], clk.now()))
+	require.True(t, c.Cut(ids[2], clk.now()))
+	clk.add(typical - time.Millisecond)
+	assert.Equal(t, "ALIVE", stateOf(c, ids[1]))
+	clk.add(time.Millisecond)
+	assert.Equal(t, "DEAD", stateOf(c, ids[1]), "killed: DEAD after the typical window")
+	assert.Equal(t, "ALIVE", stateOf(c, ids[2]), "cut: every check waits out its timeout")
+	clk.add(longest - typical)
+	assert.Equal(t, "DEAD", stateOf(c, ids[2]))
+	for _, n := range c.Nodes() {
+		if n.NodeID == ids[1] || n.NodeID == ids[2] {
+			assert.Equal(t, raymodel.SilentMessage, n.StateMessage)
+		}
+	}
+}
+
+func TestAGracefullyStoppedDriverNodeFailsItsJobAtOnce(t *testing.T) {
+	c, clk, ids := lab(t, raymodel.Config{})
+	j, err := c.Submit("g", ray.SubmitRequest{Entrypoint: "x", EntrypointNumGPUs: 1})
+	require.NoError(t, err)
+	require.Equal(t, ids[1], j.DriverNodeID)
+	require.True(t, c.Unregister(ids[1]))
+	clk.add(time.Second) // the job monitor's next loop
+	j, _ = c.Job("g")
+	assert.Equal(t, ray.Failed, j.Status)
+	assert.Equal(t, raymodel.ErrActorDied, j.ErrorType)
+}
+
 func TestAStoppedDriverNodeFailsItsJob(t *testing.T) {
 	c, clk, ids := lab(t, raymodel.Config{})
 	j, err := c.Submit("g", ray.SubmitRequest{Entrypoint: "x", EntrypointNumGPUs: 1})

@@ -117,7 +117,7 @@ func TestTrainRestartsOnAnotherNodeFromTheLatestRegisteredCheckpoint(t *testing.
 		if !stopped && len(cps) == 2 {
 			stopped = true
 			w := of(es, "worker")[0]
-			require.True(t, c.SilenceIP(w["node_ip"].(string)))
+			require.True(t, c.UnregisterIP(w["node_ip"].(string)))
 		}
 	})
 	require.Equal(t, ray.Succeeded, j.Status, j.Logs)

@@ -52,6 +52,7 @@ func runHead(cmd string) {
 	}()
 	gcs := http.NewServeMux()
 	gcs.HandleFunc("/register", h.register)
+	gcs.HandleFunc("/unregister", h.unregister)
 	gcs.HandleFunc("/nodes", func(w http.ResponseWriter, r *http.Request) {
 		if !tokenOK(w, r) {
 			return
@@ -115,6 +116,26 @@ func (h *head) register(w http.ResponseWriter, r *http.Request) {
 		n.seen, n.Name = time.Now(), n.IP
 		h.nodes[n.ID] = &n
 		h.c.Join(raymodel.NodeSpec{ID: n.ID, IP: n.IP, Total: n.Resources, Labels: n.Labels})
+	}
+}
+
+// unregister is a raylet's UnregisterSelf: its node is DEAD at once, with
+// the reason "received SIGTERM" (raymodel.Cluster.Unregister).
+func (h *head) unregister(w http.ResponseWriter, r *http.Request) {
+	if !tokenOK(w, r) {
+		return
+	}
+	var req struct {
+		ID string `json:"node_id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.nodes[req.ID]; !ok || !h.c.Unregister(req.ID) {
+		http.Error(w, "node "+req.ID+" is not ALIVE in this GCS", http.StatusNotFound)
 	}
 }
 

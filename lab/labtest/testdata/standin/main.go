@@ -15,7 +15,9 @@
 //	ray-worker: `ray start --address=HOST:PORT --num-gpus=G --num-cpus=C
 //	            --dashboard-agent-listen-port=P`: its "raylet" registers with
 //	            the head every second and its "dashboard agent" answers
-//	            /api/local_raylet_healthz on P, until SIGTERM. `/app
+//	            /api/local_raylet_healthz on P, until SIGTERM, when the
+//	            raylet unregisters its node (DEAD at once, as Ray's does on
+//	            `docker stop`). `/app
 //	            kill-raylet` (docker exec) kills the raylet alone: the
 //	            heartbeats stop and the agent exits with it, while the
 //	            container keeps running (as `ray start --block` does when a

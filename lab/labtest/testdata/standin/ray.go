@@ -106,6 +106,19 @@ func register(host, port string, body []byte) int {
 	return 0
 }
 
+// unregister is the raylet's UnregisterSelf on SIGTERM (src/ray/raylet/
+// main.cc: NodeDeathInfo EXPECTED_TERMINATION, "received SIGTERM"): the
+// GCS marks the node DEAD at once. Best effort, as a raylet that cannot
+// reach its GCS just exits.
+func unregister(host, port, id string) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+net.JoinHostPort(host, port)+"/unregister", strings.NewReader(`{"node_id":"`+id+`"}`))
+	req.Header.Set("Authorization", "Bearer "+os.Getenv("RAY_AUTH_TOKEN"))
+	c := http.Client{Timeout: 2 * time.Second}
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
 func portOf(addr string) string {
 	if _, p, ok := strings.Cut(addr, ":"); ok {
 		return p

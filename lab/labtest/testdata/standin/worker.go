@@ -18,7 +18,11 @@ import (
 // runWorker plays a worker node: a raylet heartbeating to the head and a
 // dashboard agent that lives and dies with it. Each start is a new node
 // (Ray gives a restarted raylet a new node id; the old one stays DEAD).
-// A stopped worker never unregisters: the head notices by its silence. A
+// A stopped worker (SIGTERM, as `docker stop` sends) unregisters, as
+// `ray start --block`'s shutdown hook terminates the raylet and the
+// raylet's SIGTERM handler unregisters its node: Ray lists it DEAD at once.
+// A killed one (SIGKILL) or one whose raylet died (`/app kill-raylet`) is
+// silent: the head notices when its health checks give up. A
 // raylet that cannot reach a GCS that knows it for
 // gcs_rpc_server_reconnect_timeout_s exits with EXIT_FAILURE, and
 // `ray start --block`, seeing a subprocess exit unexpectedly, exits 1.
@@ -48,6 +52,7 @@ func runWorker(cmd string) {
 		fmt.Fprint(w, "success")
 	})}
 	go func() { _ = agent.ListenAndServe() }()
+	var manager net.Listener // nil when the node has no node-manager port
 	if n.Manager != "" {
 		// The raylet's gRPC server: what the head's health check reaches.
 		l, err := net.Listen("tcp", net.JoinHostPort(flag(cmd, "node-ip-address"), n.Manager))
@@ -55,6 +60,7 @@ func runWorker(cmd string) {
 			fmt.Fprintln(os.Stderr, "standin worker: node manager port:", err)
 			os.Exit(1)
 		}
+		manager = l
 		go func() {
 			for {
 				c, err := l.Accept()
@@ -91,13 +97,19 @@ func runWorker(cmd string) {
 		}
 		select {
 		case <-stop:
-			fmt.Println("standin: stopping on signal")
+			if n.Joined {
+				unregister(host, portOf(addr), n.ID)
+			}
+			fmt.Println("standin: stopping on signal; the raylet unregistered (received SIGTERM)")
 			return
 		case <-raylet:
 			// The raylet is gone; its agent goes with it. The container
 			// stays up, like `ray start --block` after a raylet exit 0.
 			_ = agent.Shutdown(context.Background())
 			_ = rayletSock.Close()
+			if manager != nil {
+				_ = manager.Close() // the head's health checks now fail
+			}
 			fmt.Println("standin: raylet died; the container keeps running")
 			<-stop
 			return
