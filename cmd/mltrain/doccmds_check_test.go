@@ -4,9 +4,11 @@ package main
 // mltrain against the real cobra tree (commands, flags, arguments, the
 // values completion offers), ray against Ray's CLI (raytest.RayCLI, cited
 // from Ray's source), train.py's flags against its argparse, make against
-// the Makefile; docker, curl and the Python one-liners are run on a
-// stand-in lab (doccmds_run_test.go). A command of any other program
-// fails unless externalCommands says why it is not run.
+// the Makefile, a curl of this repository's files against the tree, docker
+// lines against the lab's container names; the Python one-liners and the
+// docker names run or resolve on a stand-in lab (doccmds_run_test.go). A
+// command of any other program fails unless externalCommands says why it
+// is not run.
 
 import (
 	"context"
@@ -40,10 +42,6 @@ var externalCommands = map[string]string{
 	"sh":         "the shell's own",
 	"grep":       "the shell's own (filtering dmesg in a driver hint)",
 }
-
-// ranOnStandin are programs whose lines doccmds_run_test.go runs (or
-// resolves) on a stand-in lab; the static check only parses them.
-var ranOnStandin = []string{"docker", "curl", "python", "python3"}
 
 // checkCommand is what is wrong with c, or nil.
 func checkCommand(c docCmd) error {
