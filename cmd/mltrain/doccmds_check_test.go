@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -283,8 +285,8 @@ func labServiceNames() []string {
 // installURL is how the pages fetch a file of this repository.
 var installURL = regexp.MustCompile(`^https://raw\.githubusercontent\.com/mltrain/mltrain/main/(.+)$`)
 
-// checkCurl: a URL of this repository names a file it has; a lab URL runs
-// on the stand-in.
+// checkCurl: a URL of this repository names a file it has; any other is
+// one of the lab's (<host> and a port of the lab), run on the stand-in.
 func checkCurl(words []string) error {
 	for _, w := range words[1:] {
 		if m := installURL.FindStringSubmatch(w); m != nil {
@@ -294,8 +296,25 @@ func checkCurl(words []string) error {
 			return nil
 		}
 		if strings.HasPrefix(w, "http://") || strings.HasPrefix(w, "https://") {
+			if _, ok := labPortName(w); !ok {
+				return fmt.Errorf("curl %s: neither this repository's file nor a lab address (<host>:<a lab port>) the stand-in can answer", w)
+			}
 			return nil
 		}
 	}
 	return errors.New("curl: no URL")
+}
+
+// labPortName is the name of the lab port a URL at <host> uses.
+func labPortName(rawURL string) (string, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() != fillPlaceholders("<host>") {
+		return "", false
+	}
+	for name, p := range service.DefaultPorts() {
+		if strconv.Itoa(p) == u.Port() {
+			return name, true
+		}
+	}
+	return "", false
 }

@@ -8,10 +8,13 @@ package main
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,9 @@ import (
 	"github.com/mltrain/mltrain/lab/service"
 	"github.com/mltrain/mltrain/lab/state"
 )
+
+// curlProbe is a page's curl of the lab, as a student would type it.
+const curlProbe = "```sh\ncurl -fsS -H \"Authorization: Bearer $RAY_AUTH_TOKEN\" http://<host>:8265/api/version\n```\n"
 
 // runnable are the mltrain commands run here, on a lab that is up, with
 // the exit codes they may end with (verify: 1 when a check fails, as the
@@ -86,6 +92,9 @@ func TestDocCommandsOnAStandinLab(t *testing.T) {
 	pages, err := readPages()
 	require.NoError(t, err)
 	cmds := append(pages, collectText("mltrain lab guide", exercise.Guide(nextstep.Commands{}, ""))...)
+	// The pages have no curl of the lab yet: one line proves the way a
+	// new one would run (the course's port mapped to the stand-in's).
+	cmds = append(cmds, collectMarkdown("synthetic.md", curlProbe)...)
 
 	// The infeasible job the by-hand lines look at and end, submitted
 	// under the id the placeholder table gives <submission id>.
@@ -135,6 +144,9 @@ func TestDocCommandsOnAStandinLab(t *testing.T) {
 		case "docker":
 			ran[line] = true
 			checkDockerOnStandin(t, s, c)
+		case "curl":
+			ran[line] = true
+			curlOnStandin(t, s, c, rayEnv)
 		}
 	}
 	for _, want := range []string{"mltrain status", "mltrain worker stop 1", "mltrain worker start 1", "mltrain lab guide"} {
@@ -147,6 +159,7 @@ func TestDocCommandsOnAStandinLab(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, oneLiners, 2, "ran the cluster status and the supervisor kill")
+	assert.True(t, ran[strings.Join(collectMarkdown("", curlProbe)[0].words, " ")], "ran the curl of the lab")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	last, err := clients.Ray.Wait(ctx, id, ray.WaitOptions{Poll: 200 * time.Millisecond})
@@ -168,4 +181,31 @@ func checkDockerOnStandin(t *testing.T, s *standin, c docCmd) {
 		_, err := os.Stat(f)
 		assert.NoError(t, err, "%s: %s names the lab's file", c.where, filepath.Base(f))
 	}
+}
+
+// curlOnStandin runs a curl of a lab address (checkCurl) with the stand-in's
+// port in place of the course's, as the shell runs it (RAY_ADDRESS and
+// RAY_AUTH_TOKEN set, as in Jupyter); a curl of this repository's files
+// needs the network and is only checked.
+func curlOnStandin(t *testing.T, s *standin, c docCmd, env []string) {
+	t.Helper()
+	line := fillPlaceholders(c.text)
+	for _, w := range c.words[1:] {
+		if installURL.MatchString(w) {
+			return
+		}
+		name, ok := labPortName(w)
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(w)
+		require.NoError(t, err)
+		line = strings.ReplaceAll(line, u.Host, net.JoinHostPort(u.Hostname(), strconv.Itoa(s.opts.Ports[name])))
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "%s: %s\n%s", c.where, line, out)
+		return
+	}
+	t.Errorf("%s: %s: no URL of this repository or the lab", c.where, c.text)
 }

@@ -219,6 +219,9 @@ const plantedDoc = "# A page\n\nRun `mltrain lab nosuch` first, then `mltrain st
 	"mltrain worker restart 1\nmltrain verify --only nosuchgroup\nfrobnicate --all\n" +
 	"docker stop not-a-lab-container\nmake nosuch-target\n" +
 	"python -c 'import ray; ray.init(); print(ray.nodes())'\n" +
+	"curl -fsS http://example.com/x\n" +
+	"curl -fsSL https://raw.githubusercontent.com/mltrain/mltrain/main/nosuch.sh | sh\n" +
+	"curl -fsS http://<host>:3000/api/health\n" +
 	"mltrain lab guide\n```\n\n| a | `mltrain logs [SERVICE] [-f\\|--nosuch]` |\n"
 
 // The check fails on each planted wrong command, and only on those.
@@ -242,6 +245,8 @@ func TestAPlantedWrongCommandFailsTheCheck(t *testing.T) {
 		"docker stop not-a-lab-container",
 		"make nosuch-target",
 		"python -c import ray; ray.init(); print(ray.nodes())",
+		"curl -fsS http://example.com/x",
+		"curl -fsSL https://raw.githubusercontent.com/mltrain/mltrain/main/nosuch.sh",
 		"mltrain logs --nosuch",
 		"mltrain logs ray-head --nosuch",
 	}, bad, "each planted command fails, the right ones pass")
