@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -202,7 +203,11 @@ func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), 
 			defer cancel()
 			if err := r.env.Engine.ContainerStart(sctx, c.ID); err != nil {
 				f.obs.RestartError = err.Error()
-				r.problem("could not start %s again: %v (run '%s')", c.Name, err, r.env.Commands.Line("worker", "start"))
+				again := "docker start " + c.Name // a container without an index label
+				if c.Index >= 0 {
+					again = r.env.Commands.Line("worker", "start", strconv.Itoa(c.Index))
+				}
+				r.problem("could not start %s again: %v (run '%s')", c.Name, err, again)
 				return
 			}
 			d, err := r.env.Engine.ContainerInspect(sctx, c.ID)

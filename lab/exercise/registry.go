@@ -75,7 +75,7 @@ var registry = []Exercise{
 			Lesson:   "Resources are per node: two workers with one GPU each cannot run a single process that needs two.",
 			Expected: "the job stays PENDING, no alive node has 2 GPUs, and cluster status lists a pending {'GPU': 2.0} demand",
 			Look: []string{"Jobs tab: the job stays PENDING (\"may be waiting for resources\")",
-				"Cluster tab / `ray status`: Demands lists {'GPU': 2.0, 'CPU': 8.0}: 1+ pending tasks/actors"},
+				"Cluster tab, or the cluster status (the REST call in the workspace's README): Demands lists {'GPU': 2.0, 'CPU': 8.0}: 1+ pending tasks/actors"},
 			ByHand: "ray job submit --no-wait --runtime-env runtime.json --working-dir . --entrypoint-num-gpus 2 --entrypoint-num-cpus 8 -- python train.py --mode plain; then end it by killing its supervisor actor _ray_internal_job_actor_<id> (Actors page, or the REST call in the workspace's README), since 'ray job stop' may leave an unplaced job PENDING",
 		},
 		Request: Request{CPUs: 8, PerNode: 1},
