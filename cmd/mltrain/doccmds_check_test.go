@@ -233,7 +233,7 @@ func checkTrainPy(args []string) error {
 
 // dockerVerbs are the docker commands the pages may name, with the
 // position of the container they act on (-1: none to resolve).
-var dockerVerbs = map[string]int{"exec": 1, "stop": 1, "start": 1, "restart": 1, "logs": 1, "rm": 1, "inspect": 1,
+var dockerVerbs = map[string]int{"exec": 1, "stop": 1, "kill": 1, "start": 1, "restart": 1, "logs": 1, "rm": 1, "inspect": 1,
 	"compose": -1, "network": -1, "save": -1, "load": -1, "context": -1, "info": -1, "system": -1, "image": -1}
 
 // checkDocker: a known verb, and a container that is one of the lab's
