@@ -349,3 +349,25 @@ func TestS3KeysFromProfile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, res.Files, res.Uploaded)
 }
+
+// A disk that fills during a file backup leaves no file with the
+// destination's name, and no temp file either.
+func TestFullDiskLeavesNoBackupFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	ctx := context.Background()
+	src := newLab(t)
+	src.fill(t)
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput()
+	require.NoError(t, err, "mount a 1 MiB tmpfs: %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+
+	dest := filepath.Join(dir, "lab.tar.gz")
+	_, err = backup.Backup(ctx, src.Lab, backup.Target{File: dest}, backup.Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no space left on device")
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "nothing is left on the full disk")
+}

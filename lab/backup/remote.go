@@ -123,8 +123,10 @@ func (r *remote) wrap(what string, err error) error {
 		return clierr.WithHint(fmt.Errorf("%s: S3 endpoint %s refused the keys from %s (%s): %w", what, where, r.credsFrom, er.Code, err),
 			"check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) or AWS_PROFILE")
 	case "AccessDenied":
-		return clierr.WithHint(fmt.Errorf("%s: the keys from %s may not do this on %s (AccessDenied): %w", what, r.credsFrom, where, err),
-			"grant those keys s3:ListBucket, s3:GetObject and s3:PutObject on the bucket (and s3:CreateBucket to make it)")
+		// A HEAD request's refusal has no body: wrong keys and keys without
+		// the permission both read AccessDenied.
+		return clierr.WithHint(fmt.Errorf("%s: S3 endpoint %s refused the keys from %s (AccessDenied: wrong keys, or keys without permission): %w", what, where, r.credsFrom, err),
+			"check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), and that they may s3:ListBucket, s3:GetObject and s3:PutObject on the bucket (s3:CreateBucket to make it)")
 	}
 	return fmt.Errorf("%s on S3 endpoint %s: %w", what, where, err)
 }
