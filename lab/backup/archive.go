@@ -2,6 +2,7 @@ package backup
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/pgzip"
 
 	"github.com/mltrain/mltrain/internal/clierr"
@@ -156,7 +158,8 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// archiveEntries reads a .tar.gz, calling fn with each file entry and its
+// archiveEntries reads a .tar.gz (klauspost/compress's gzip: pgzip's
+// reader panics in WriteTo after a partial Read, v1.2.6), calling fn with each file entry and its
 // content; the manifest is returned when it is met.
 func archiveEntries(ctx context.Context, src string, fn func(hdr *tar.Header, r io.Reader) error) (*Manifest, error) {
 	f, err := os.Open(src)
@@ -164,7 +167,7 @@ func archiveEntries(ctx context.Context, src string, fn func(hdr *tar.Header, r 
 		return nil, clierr.WithHint(fmt.Errorf("backup %s: %w", src, err), "pass the path of a backup made by 'mltrain backup FILE.tar.gz'")
 	}
 	defer f.Close()
-	zr, err := pgzip.NewReader(f)
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("backup %s is not a gzip file: %w", src, err)
 	}
