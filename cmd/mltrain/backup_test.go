@@ -68,7 +68,7 @@ func TestBackupRestoreCommands(t *testing.T) {
 	stdout, stderr, code := runPiped(t, nil, "backup", dest, "--state-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "Backed up 3 files")
-	assert.Contains(t, stdout, "mltrain restore "+dest)
+	assert.Contains(t, stdout, "restore "+dest)
 
 	stdout, stderr, code = runPiped(t, nil, "restore", dest, "--state-dir", dir)
 	require.Equal(t, 0, code, stderr)
