@@ -304,7 +304,7 @@ func (r *remote) get(ctx context.Context, src Target, p string, fn func(io.Reade
 func verifyS3(ctx context.Context, r *remote, src Target, o Options) (Manifest, error) {
 	m, err := readS3Manifest(ctx, r, src)
 	if isNoSuchKey(err) {
-		return Manifest{}, clierr.WithHint(fmt.Errorf("%w: %s has no manifest.json: no complete backup there", ErrDamaged, src), "pass the s3://bucket/prefix a finished 'mltrain backup' wrote to")
+		return Manifest{}, clierr.WithHint(fmt.Errorf("%w: %s has no manifest.json: no complete backup there", ErrDamaged, src), "pass the s3://bucket/prefix a finished backup wrote to")
 	}
 	if err != nil {
 		return Manifest{}, err
