@@ -83,7 +83,8 @@ func BenchmarkBackupFile(b *testing.B) {
 		}
 		theirs := time.Since(t0)
 		ratios = append(ratios, ours.Seconds()/theirs.Seconds())
-		b.Logf("round %d: mltrain %s, tar -czf %s", i+1, ours.Round(time.Millisecond), theirs.Round(time.Millisecond))
+		b.Logf("round %d: mltrain %s (%d MiB written), tar -czf %s (%d MiB)", i+1, ours.Round(time.Millisecond), size(dest)>>20,
+			theirs.Round(time.Millisecond), size(tarball)>>20)
 		os.Remove(dest)
 		os.Remove(tarball)
 	}
@@ -91,6 +92,14 @@ func BenchmarkBackupFile(b *testing.B) {
 	med := ratios[len(ratios)/2]
 	b.ReportMetric(med, "mltrain/tar")
 	fmt.Printf("backup to a file (%d MiB): mltrain / tar -czf: %.2f (median of %d)\n", mib, med, len(ratios))
+}
+
+func size(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return -1
+	}
+	return st.Size()
 }
 
 // weights is n bytes of float32s as a trained model's are: small values of
