@@ -79,3 +79,21 @@ func TestBackupRestoreCommands(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "neither a path ending in .tar.gz nor an s3://bucket/prefix URL")
 }
+
+// A lab whose MinIO is not answering: the error names it and the next step
+// is status, with the lab's flags.
+func TestBackupOfALabWhoseMinIOIsDown(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := json.Marshal(map[string]any{"project": "mltrain", "plan": map[string]any{"workspace": "workspace"}, "probes": map[string]any{"minio": "http://127.0.0.1:1"}})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "state.json"), st, 0o600))
+	creds, _ := json.Marshal(map[string]string{"minio_access_key": "rootuser0123", "minio_secret_key": "rootsecret0123456789",
+		"minio_lab_access_key": "labuser0123", "minio_lab_secret_key": "labsecret0123456789", "grafana_admin_password": "grafanapw0123456",
+		"jupyter_token": "jupytertoken0123456789", "ray_auth_token": "raytoken0123456789"})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "credentials.json"), creds, 0o600))
+	dest := filepath.Join(t.TempDir(), "lab.tar.gz")
+	_, stderr, code := runPiped(t, nil, "backup", dest, "--state-dir", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "listing bucket ray of the lab's MinIO 127.0.0.1:1")
+	assert.Contains(t, stderr, "Next: run 'mltrain --state-dir "+dir+" status'")
+	assert.NoFileExists(t, dest)
+}

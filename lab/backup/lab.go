@@ -3,6 +3,7 @@ package backup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/store"
 	"github.com/mltrain/mltrain/lab/plan"
 	"github.com/mltrain/mltrain/lab/state"
@@ -81,6 +83,17 @@ func labClient(endpoint, access, secret string) (*minio.Client, error) {
 	return mc, nil
 }
 
+// storeErr names the lab's MinIO in err; one that did not answer is
+// store.ErrUnreachable, for the command's next step (is the lab up?).
+func (l Lab) storeErr(what string, err error) error {
+	err = fmt.Errorf("%s of the lab's MinIO %s: %w", what, l.Store.EndpointURL().Host, err)
+	var er minio.ErrorResponse
+	if !errors.As(err, &er) && !errors.Is(err, context.Canceled) {
+		return clierr.Mark(err, store.ErrUnreachable)
+	}
+	return err
+}
+
 func secretsOf(c plan.Credentials) []string {
 	var out []string
 	for _, s := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
@@ -112,7 +125,7 @@ func (it item) reader(ctx context.Context) (io.ReadCloser, error) {
 func (l Lab) items(ctx context.Context) (out []item, skipped []string, err error) {
 	for obj := range l.Store.ListObjects(ctx, l.Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {
-			return nil, nil, fmt.Errorf("listing bucket %s of the lab's MinIO %s: %w", l.Bucket, l.Store.EndpointURL().Host, obj.Err)
+			return nil, nil, l.storeErr("listing bucket "+l.Bucket, obj.Err)
 		}
 		if strings.HasSuffix(obj.Key, "/") {
 			continue // a folder marker

@@ -163,7 +163,7 @@ func (l Lab) put(ctx context.Context, e Entry, rd io.Reader) error {
 	if kind == "object" {
 		bucket, key, _ := strings.Cut(dst, "/")
 		if _, err := l.Store.PutObject(ctx, bucket, key, rd, e.Size, minio.PutObjectOptions{}); err != nil {
-			return fmt.Errorf("restoring s3://%s/%s into the lab's MinIO: %w", bucket, key, err)
+			return l.storeErr("restoring s3://"+bucket+"/"+key, err)
 		}
 		return nil
 	}
@@ -208,7 +208,7 @@ func (l Lab) ensureBuckets(ctx context.Context, m Manifest) error {
 			err = l.Store.MakeBucket(ctx, bucket, minio.MakeBucketOptions{})
 		}
 		if err != nil {
-			return fmt.Errorf("bucket %s of the lab's MinIO %s: %w", bucket, l.Store.EndpointURL().Host, err)
+			return l.storeErr("bucket "+bucket, err)
 		}
 	}
 	return nil
