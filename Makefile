@@ -27,7 +27,7 @@ CGO_CFLAGS ?= -O2 -g
 CGO_CFLAGS += -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build dist test lint vet staticcheck fmt-check up bench bench-food11 bench-fresh gpu-smoke fuzz py-check clean
+.PHONY: all build dist test lint vet staticcheck fmt-check up bench bench-food11 bench-fresh bench-backup gpu-smoke fuzz py-check clean
 
 all: lint test build
 
@@ -89,6 +89,13 @@ bench-food11:
 FRESH_ROUNDS ?= 3
 bench-fresh:
 	MLTRAIN_BENCH_FRESH=1 $(GO) test -run '^$$' -bench BenchmarkFresh -benchtime $(FRESH_ROUNDS)x -timeout 90m ./bench/fresh
+
+# mltrain backup to a file against tar -czf of the same bytes from a local
+# copy, side by side: ~2 GiB of checkpoints in a real MinIO plus a workspace
+# (BACKUP_MB=256 for a quick run). BACKUP_ROUNDS runs; `make bench` skips it.
+BACKUP_ROUNDS ?= 3
+bench-backup:
+	MLTRAIN_BENCH_BACKUP=1 MLTRAIN_BENCH_BACKUP_MB=$(BACKUP_MB) $(GO) test -run '^$$' -bench BenchmarkBackup -benchtime $(BACKUP_ROUNDS)x -timeout 60m ./bench/backup
 
 # On a machine with an NVIDIA GPU (no Docker or Ray needed): NVML through a
 # cgo build of mltrain, and one quick epoch of train.py on the GPU. Skips

@@ -11,7 +11,8 @@
 //   - lab/nextstep: Commands, the one writer of the command lines hints name;
 //   - lab/status: the running lab read back from the engine and Ray;
 //   - lab/lifecycle: bringing it up, joining, taking down, workers, logs;
-//   - lab/exercise, lab/verify, lab/fleet: what runs on a lab and judges it.
+//   - lab/exercise, lab/verify, lab/fleet: what runs on a lab and judges it;
+//   - lab/backup: the lab's bucket, workspace and records saved and restored.
 //
 // docs/packages.md is the map, kept true by internal/arch's test.
 package lab

@@ -115,6 +115,7 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 	fl.IntVar(&o.NumSamples, "num-samples", 0, "tune: number of trials (default 16, or 8 with --quick)")
 	fl.DurationVar(&o.Timeout, "timeout", 0, "longest wait for one job (default 3h, or 30m with --quick)")
 	fl.DurationVar(&o.CheckpointTimeout, "checkpoint-timeout", 15*time.Minute, "fault: longest wait for the first checkpoint in MinIO")
+	fl.StringVar(&o.Resume, "resume", "", "multi: continue Ray Train run `RUN` from its latest checkpoint in s3://ray (e.g. after 'mltrain restore')")
 	fl.DurationVar(&o.Poll, "poll", 2*time.Second, "interval between status polls")
 	_ = fl.MarkHidden("poll")
 	return cmd

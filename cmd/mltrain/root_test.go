@@ -34,7 +34,7 @@ func run(t *testing.T, args ...string) (string, string, int) {
 
 func TestEveryVerbIsRegistered(t *testing.T) {
 	root := newRoot(&bytes.Buffer{}, &bytes.Buffer{})
-	for _, verb := range []string{"up", "down", "status", "logs", "gpus", "doctor", "render", "build", "data", "lab", "verify", "version", "worker", "images", "credentials"} {
+	for _, verb := range []string{"up", "down", "status", "logs", "gpus", "doctor", "render", "build", "data", "lab", "verify", "version", "worker", "images", "credentials", "backup", "restore"} {
 		cmd, _, err := root.Find([]string{verb})
 		require.NoError(t, err, verb)
 		assert.Equal(t, verb, cmd.Name())

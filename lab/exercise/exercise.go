@@ -58,6 +58,10 @@ type Options struct {
 	// CheckpointTimeout bounds the wait for the first checkpoint (fault).
 	CheckpointTimeout time.Duration
 	Poll              time.Duration // between status polls (2s)
+	// Resume names the Ray Train run that multi continues (train.py
+	// --run-name RUN with the same storage path s3://ray), e.g. one brought
+	// back by 'mltrain restore'; "" starts a run of its own.
+	Resume string
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +110,9 @@ func Run(ctx context.Context, env Env, name string, o Options) (Record, error) {
 	}
 	if env.Bucket == "" {
 		env.Bucket = store.DefaultBucket
+	}
+	if err := checkResume(ctx, env, name, o.Resume); err != nil {
+		return Record{}, err
 	}
 	r := &runner{env: env, o: o.withDefaults(), ex: ex, rec: Record{Exercise: name, Quick: o.Quick, FakeData: o.FakeData,
 		Rehearsal: env.Mode == plan.ModeCPU, SharedGPU: env.Mode == plan.ModeShared, RayAddress: env.Ray.Address()}}

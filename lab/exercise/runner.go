@@ -159,7 +159,11 @@ func (r *runner) submit(ctx context.Context, js jobSpec) (int, error) {
 	id := newID(r.rec.Exercise, r.env.Now(), r.seq)
 	args := js.args
 	if js.runName {
-		args = append(append([]string(nil), args...), "--run-name", id)
+		run := id
+		if r.o.Resume != "" {
+			run = r.o.Resume
+		}
+		args = append(append([]string(nil), args...), "--run-name", run)
 	}
 	entry := "python train.py " + shellJoin(args)
 	if r.pkg != nil {
