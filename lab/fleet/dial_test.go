@@ -23,7 +23,9 @@ func TestDialProblemsAreSentences(t *testing.T) {
 	require.Error(t, refused)
 	_, port, _ := net.SplitHostPort(addr)
 
-	op := func(e error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: e}} }
+	op := func(e error) error {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: e}}
+	}
 	for _, c := range []struct {
 		name, addr  string
 		err         error
