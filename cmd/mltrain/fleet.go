@@ -69,6 +69,9 @@ The exit status is 0 only when every host passed.`,
 			} else {
 				err = fleet.WriteTable(a.out, rep, isTerminal(a.out))
 			}
+			if err == nil && htmlFile != "" {
+				a.wrote("HTML report", htmlFile)
+			}
 			if err == nil && !rep.OK {
 				err = clierr.Silent{Code: clierr.ExitFailure}
 			}
