@@ -348,3 +348,22 @@ func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
 	assert.Empty(t, f.CallsOf("build"))
 	assert.Empty(t, f.CallsOf("pull"))
 }
+
+// Missing is what an up would pull: external images and the bases of the
+// builds that are not up to date, less what is here.
+func TestMissingIsWhatEnsureWouldPull(t *testing.T) {
+	f := fake.New()
+	fresh := NewSpec("fresh", "2.54.0", []byte("FROM base/fresh:1\n"))
+	stale := NewSpec("stale", "2.54.0", []byte("FROM base/stale:1\n"))
+	f.Images = map[string]docker.Image{
+		"minio/minio:1":  {},
+		fresh.Ref:        {Labels: map[string]string{labels.ImageHash: fresh.Hash}},
+		stale.Ref:        {Labels: map[string]string{labels.ImageHash: "an-older-hash"}},
+		"base/present:1": {},
+	}
+	req := Request{Pull: []string{"minio/minio:1", "grafana/grafana:3", "base/stale:1"}, Build: []Spec{fresh, stale}}
+	missing, total, err := Missing(context.Background(), f, req)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"grafana/grafana:3", "base/stale:1"}, missing, "the fresh build's base is not needed; the stale one's is, once")
+	assert.Equal(t, 5, total)
+}
