@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -32,4 +33,16 @@ func dialProblem(addr string, err error) (detail, fix string) {
 	}
 	return fmt.Sprintf("cannot connect to %s: %v", addr, err),
 		"check that the node is up (its lease is active), the address and port in the hosts file, and that SSH is open to you"
+}
+
+// handshakeProblem says why the SSH handshake with addr failed after the
+// TCP connection was made (a refused key and a changed host key are
+// classified before this).
+func handshakeProblem(addr string, err error) (detail, fix string) {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Sprintf("%s took the connection and closed it before the SSH handshake finished: no SSH server there, or it turns this address away (MaxStartups, a firewall, fail2ban)", addr),
+			"check the port in the hosts file, and try 'ssh -v' to that address to see what answers"
+	}
+	return fmt.Sprintf("the SSH handshake with %s failed: %v", addr, err),
+		"check that an SSH server answers at that address and port ('ssh -v' to it shows what answers)"
 }

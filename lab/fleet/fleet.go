@@ -212,8 +212,8 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 		n.Fix = "check the user (Chameleon's images: cc@) and the key: the lease's key pair, with --identity FILE or ssh-add"
 		return n
 	default:
-		n.State, n.Detail = Unreachable, fmt.Sprintf("SSH to %s: %v", h.Addr(), err)
-		n.Fix = "check that an SSH server answers at that address and port"
+		n.State = Unreachable
+		n.Detail, n.Fix = handshakeProblem(h.Addr(), err)
 		return n
 	}
 	client := ssh.NewClient(sc, chans, reqs)
