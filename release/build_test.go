@@ -110,3 +110,24 @@ func asUser(t *testing.T, dir string) (user, int) {
 	}
 	return u, u.gid
 }
+
+// A node without Go and without the Go image (none pulled: no registry, or
+// no such image): build.sh ends on what to do next, not on Docker's error.
+func TestBuildWithoutGoOrGoImageNamesTheNextSteps(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker")
+	}
+	image := "mltrain-test/no-such-go-image:0"
+	require.Error(t, exec.Command("docker", "image", "inspect", image).Run(), "%s must not exist locally", image)
+	src := copyCheckout(t)
+	out, err := runIn(t, src, []string{"PATH=" + pathWithout(t, "go", "gofmt"), "GO_IMAGE=" + image}, "sh", "scripts/build.sh")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "cannot build mltrain: no Go on PATH, and the Go image "+image+" is not on this host and could not be pulled")
+	assert.Contains(t, out, "install Go >= ")
+	assert.Contains(t, out, "'docker save "+image+" -o go-image.tar'")
+	assert.Contains(t, out, "'docker load -i go-image.tar'")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Contains(t, lines[len(lines)-1], "install.sh", "the next steps end the output:\n%s", out)
+	_, err = os.Stat(filepath.Join(src, "bin", "mltrain"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing built")
+}

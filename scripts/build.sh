@@ -47,6 +47,22 @@ fi
 case $out in
 /* | ../*) echo "cannot build in Docker: BIN=$out must be a path inside this checkout" >&2; exit 1 ;;
 esac
+# The Go image comes from a registry: on a node that reaches none, say
+# what to do instead of ending on Docker's own error.
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+	echo "the Go image $image is not on this host: pulling it"
+	if ! docker pull "$image" >&2; then
+		cat >&2 <<EOF
+cannot build mltrain: $why, and the Go image $image is not on this host and could not be pulled (Docker's error above).
+Next, one of:
+  - install Go >= $need (https://go.dev/dl/), then run 'make build' again
+  - on a machine that has the image: 'docker save $image -o go-image.tar'; copy go-image.tar here,
+    'docker load -i go-image.tar', then run 'make build' again
+  - build elsewhere ('make build' there) and copy bin/mltrain here, or install a release: see install.sh
+EOF
+		exit 1
+	fi
+fi
 echo "building $out in Docker image $image ($why), cgo on, caches in volume $volume"
 # Root in the container writes the caches in the volume; the binary is
 # handed to the invoking user (with rootless Docker the container's root

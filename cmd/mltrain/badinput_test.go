@@ -107,7 +107,7 @@ func TestBadInputsSayWhatAndWhatNextAndCreateNothing(t *testing.T) {
 		{name: "up where the registry cannot be resolved", args: append(s.upArgs("--pull", "missing", "--image-minio", "registry.invalid/minio:1"), "--state-dir", "dir"),
 			env: s.env, code: 1, project: s.project, volume: s.opts.DataVolume,
 			leaves: []string{state.CredentialsFile, "compose.yaml", "grafana", "prometheus", "workspace"},
-			err:    `^could not pull 1 image\(s\):\n  this host cannot resolve the registry's name \(lookup registry\.invalid( on \S+)?: [a-z ]+\), so it can pull none of: registry\.invalid/minio:1$`,
+			err:    `^could not pull 1 image\(s\):\n  registry registry\.invalid: this host cannot resolve its name \(lookup registry\.invalid( on \S+)?: [a-z ]+\); not pulled: registry\.invalid/minio:1$`,
 			next: `^preload the images: 'mltrain images load FILE' \(after 'mltrain images save FILE' on a node that has them\), or give 'mltrain --project \S+ --state-dir \S+ up' images this host already has: ` +
 				`--image-head REF, --image-worker REF, --image-minio REF, --image-prometheus REF, --image-grafana REF, --image-jupyter REF, then run again$`},
 	}

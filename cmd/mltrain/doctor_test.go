@@ -13,6 +13,10 @@ import (
 	"github.com/mltrain/mltrain/internal/docker/dockertest"
 	"github.com/mltrain/mltrain/internal/doctor"
 	"github.com/mltrain/mltrain/internal/gpu"
+	"github.com/mltrain/mltrain/lab/labtest"
+	"github.com/mltrain/mltrain/lab/plan"
+	"github.com/mltrain/mltrain/lab/service"
+	"github.com/mltrain/mltrain/lab/state"
 )
 
 func checkNamed(t *testing.T, res doctor.Result, name string) doctor.Check {
@@ -92,4 +96,35 @@ func TestDoctorFixCarriesTheLabsFlags(t *testing.T) {
 	var res doctor.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, "run 'mltrain --project lab2 up --share-gpu' to let two workers share this GPU", checkNamed(t, res, "gpus").Fix)
+}
+
+// doctor looks at where the lab's images come from: a lab whose MinIO image
+// is on a registry this host cannot resolve gets a warning naming it, with
+// both ways to have the image, on this lab.
+func TestDoctorWarnsWhenTheLabsImagesCannotBePulled(t *testing.T) {
+	dockertest.Engine(t)
+	t.Setenv(gpu.RootEnv, fixtures+"none")
+	dir := state.Dir(t.TempDir())
+	creds, _, err := dir.CreateCredentials()
+	require.NoError(t, err)
+	pl, err := plan.New(labtest.RehearsalFacts(), plan.Options{Project: "dimg",
+		Images: map[service.Role]string{service.RoleMinIO: "registry.invalid/minio:1"}}, creds)
+	require.NoError(t, err)
+	require.NoError(t, dir.SaveState(state.State{Project: "dimg", Plan: pl}))
+
+	out, errOut, code := run(t, "doctor", "--json", "--project", "dimg", "--state-dir", dir.Path(), "--host-ip", "192.0.2.4")
+	assert.Empty(t, errOut)
+	var res doctor.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	c := checkNamed(t, res, "images")
+	assert.Equal(t, doctor.Warn, c.Status, c.Detail)
+	assert.Regexp(t, `registry\.invalid \(cannot resolve its name: [a-z ]+; for registry\.invalid/minio:1\)`, c.Detail)
+	assert.Contains(t, c.Fix, "'mltrain --project dimg --state-dir "+dir.Path()+" images load FILE'")
+	assert.Contains(t, c.Fix, "--image-minio")
+	assert.Equal(t, 0, code, "a warning, not a failure: %s", out)
+
+	// The human table says the verdict is not the whole story.
+	out, _, _ = run(t, "doctor", "--project", "dimg", "--state-dir", dir.Path(), "--host-ip", "192.0.2.4")
+	assert.Regexp(t, `WARN\s+images\s+`, out)
+	assert.Contains(t, out, "ready, but read the WARN rows")
 }

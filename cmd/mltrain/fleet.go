@@ -11,6 +11,7 @@ import (
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/progress"
 	"github.com/mltrain/mltrain/lab/fleet"
+	"github.com/mltrain/mltrain/lab/verify"
 )
 
 func (a *app) fleetCmd() *cobra.Command {
@@ -21,7 +22,8 @@ func (a *app) fleetCmd() *cobra.Command {
 		Use:   "verify HOSTS",
 		Short: "Run 'mltrain verify' on every host of a hosts file over SSH; one report",
 		Long: `HOSTS is a file, one host per line: [user@]address[:port] [label] (# comments).
-Each host runs 'mltrain verify --json' (with --project/--state-dir when given)
+Each host runs 'mltrain verify --json' (with --project, --state-dir, --only and
+--data-full when given)
 and ends in one state: ` + strings.Join(fleet.States, ", ") + `.
 The exit status is 0 only when every host passed.`,
 		Args: cobra.ExactArgs(1),
@@ -29,6 +31,11 @@ The exit status is 0 only when every host passed.`,
 			if o.Parallel < 1 || o.Timeout <= 0 {
 				return clierr.Usage(fmt.Errorf("--parallel (%d) and --timeout (%s) must be positive", o.Parallel, o.Timeout), cmd.CommandPath())
 			}
+			groups, err := verify.ValidateOnly(o.Only)
+			if err != nil {
+				return clierr.WithCode(err, clierr.ExitUsage)
+			}
+			o.Only = groups
 			hosts, err := fleet.ReadHosts(args[0])
 			if err != nil {
 				return err
@@ -62,6 +69,9 @@ The exit status is 0 only when every host passed.`,
 			} else {
 				err = fleet.WriteTable(a.out, rep, isTerminal(a.out))
 			}
+			if err == nil && htmlFile != "" {
+				a.wrote("HTML report", htmlFile)
+			}
 			if err == nil && !rep.OK {
 				err = clierr.Silent{Code: clierr.ExitFailure}
 			}
@@ -75,6 +85,9 @@ The exit status is 0 only when every host passed.`,
 	fl.IntVar(&o.Parallel, "parallel", 16, "hosts checked at once")
 	fl.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "time limit of each host, connecting included")
 	fl.StringVar(&o.Mltrain, "mltrain", "mltrain", "the mltrain command on the hosts (a `PATH` there)")
+	fl.StringSliceVar(&o.Only, "only", nil, "the hosts run only these check groups (repeatable or comma list), as 'verify --only'")
+	fl.BoolVar(&o.DataFull, "data-full", false, "the hosts count every Food-11 image, as 'verify --data-full'")
+	_ = v.RegisterFlagCompletionFunc("only", completeOnly)
 	fl.StringVar(&junit, "junit", "", "also write JUnit XML to `FILE` (one testsuite per host)")
 	fl.StringVar(&htmlFile, "html", "", "also write one self-contained HTML page to `FILE`")
 	cmd.AddCommand(v)

@@ -169,6 +169,10 @@ func TestFleetVerifyBadHostsFileIsAUsageError(t *testing.T) {
 	_, errOut, code = runOffline(t, "fleet", "verify", bad, "--parallel", "0")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--parallel (0) and --timeout (3m0s) must be positive")
+
+	_, errOut, code = runOffline(t, "fleet", "verify", bad, "--only", "ray,bogus")
+	assert.Equal(t, 2, code, "the hosts' --only is checked here, before any host is asked")
+	assert.Contains(t, errOut, `--only "bogus" is not a check group`)
 }
 
 // On a terminal each running host is a row the live view redraws, and a

@@ -144,6 +144,30 @@ func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
 	assert.Contains(t, out, "ray-worker-0: container exited; Ray lists no ALIVE node for it")
 }
 
+// Ray keeps each restarted worker's old node in its list, DEAD (the GCS's
+// dead node cache): status counts the lab's current nodes and says the
+// DEAD ones are history, not "3 of 6".
+func TestStatusCountsTheDeadNodesOfRestartsApart(t *testing.T) {
+	s := newStatusLab(t)
+	s.saveState(t)
+	typical, _ := s.ray.Config().DeadAfter()
+	name := s.container(t, service.WorkerService(0))
+	for i := range 3 {
+		ip := s.stopWorker(t, 0)
+		require.True(t, s.ray.SilenceIP(ip))
+		s.clk.Add(typical) // Ray marks the old node DEAD
+		require.NoError(t, s.eng.ContainerStart(context.Background(), name))
+		s.eng.Containers[name].Networks = map[string]string{statusProject + "_default": ip}
+		s.ray.JoinNodes(ray.Node{NodeID: fmt.Sprintf("n-restart-%d", i), NodeIP: ip, State: "ALIVE", ResourcesTotal: map[string]float64{"GPU": 1}})
+	}
+	require.Len(t, s.ray.Nodes(), 6, "Ray lists the three DEAD nodes beside the three ALIVE ones")
+
+	out, err := s.status(t)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Ray: 3 of 3 nodes ALIVE (3 DEAD from earlier restarts)\n")
+	assert.NotContains(t, out, "of 6")
+}
+
 // An up interrupted before its workers were created: status names the
 // planned services that have no container and exits non-zero.
 func TestStatusNamesTheServicesAnInterruptedUpLeftOut(t *testing.T) {

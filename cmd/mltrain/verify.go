@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,11 +104,25 @@ func (a *app) verify(cmd *cobra.Command, o verifyRun) (printed bool, err error) 
 		if err := writeReportFile("--html", o.html, write); err != nil {
 			return true, err
 		}
+		a.wrote("HTML report", o.html)
 	}
 	if !rep.OK {
 		return true, clierr.Silent{Code: clierr.ExitFailure}
 	}
 	return true, nil
+}
+
+// wrote says where a report file went: on stdout after the table, on
+// stderr beside --json (stdout is the JSON alone).
+func (a *app) wrote(what, path string) {
+	w := a.out
+	if a.json {
+		w = a.errOut
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fmt.Fprintf(w, "%s written to %s\n", what, path)
 }
 
 // writeReportFile writes a report file that a flag (--junit, --html) named.

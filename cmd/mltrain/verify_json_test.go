@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +79,40 @@ func TestVerifyJSONKeepsTheReportWhenJUnitFails(t *testing.T) {
 	assert.Equal(t, false, got["ok"])
 	assert.NotContains(t, got, "error", "the report, not an error object")
 	assert.NotEmpty(t, got["checks"])
+}
+
+// verify --html FILE says where it wrote the page: after the table, or on
+// stderr beside --json (stdout stays JSON).
+func TestVerifyHTMLSaysWhereItWrote(t *testing.T) {
+	dir := state.Dir(t.TempDir())
+	creds, _, err := dir.CreateCredentials()
+	require.NoError(t, err)
+	dead := "http://127.0.0.1:1"
+	require.NoError(t, dir.SaveState(state.State{Project: "vh", Plan: plan.Plan{Project: "vh", Mode: plan.ModeCPU, Credentials: creds},
+		Probes: plan.Probes{Ray: dead, MinIO: dead, Grafana: dead, Prometheus: dead, Jupyter: dead}}))
+	page := filepath.Join(dir.Path(), "report.html")
+	for _, asJSON := range []bool{false, true} {
+		var out, errOut bytes.Buffer
+		a := newApp(&out, &errOut)
+		a.connect = func(context.Context) (docker.Engine, error) { return fake.New(), nil }
+		args := []string{"verify", "--project", "vh", "--state-dir", dir.Path(), "--only", "ray", "--html", page}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		root := a.root()
+		root.SetArgs(args)
+		require.Error(t, root.ExecuteContext(context.Background()), "Ray is not there: the check fails")
+		line := "HTML report written to " + page + "\n"
+		if asJSON {
+			assert.Contains(t, errOut.String(), line)
+			var rep map[string]any
+			assert.NoError(t, json.Unmarshal(out.Bytes(), &rep), "stdout is the JSON alone")
+		} else {
+			assert.True(t, strings.HasSuffix(out.String(), line), "the table, then where the page is:\n%s", out.String())
+		}
+		b, err := os.ReadFile(page)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "<html")
+		require.NoError(t, os.Remove(page))
+	}
 }

@@ -1,6 +1,7 @@
 // Package doctor checks that a host is ready for the lab: the Docker engine,
 // GPU drivers and their container plumbing, device permissions, ports, disk
-// and the address browsers will use. Each finding is a row with a status and,
+// and the address browsers will use, and whether the lab's images are here or their
+// registries answer. Each finding is a row with a status and,
 // when it is not a pass, the command that fixes it.
 //
 // Run takes its windows on the world as Deps so every branch is testable with
@@ -18,6 +19,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/host"
+	"github.com/mltrain/mltrain/internal/images"
 	"github.com/mltrain/mltrain/internal/labels"
 	"github.com/mltrain/mltrain/internal/ports"
 )
@@ -72,6 +74,9 @@ type Deps struct {
 	Access func(devPath string) error
 	// Groups returns the host's render and video group ids (0 when absent).
 	Groups func() (render, video int)
+	// DialRegistry connects to a registry's host:port and hangs up
+	// (DialRegistry); used when Options.Images is set.
+	DialRegistry func(ctx context.Context, addr string) error
 }
 
 // Options tunes Run.
@@ -87,6 +92,9 @@ type Options struct {
 	// passes dockerfiles.DriverNeed(). Left zero, the driver rows say
 	// "not checked" (a warning), never pass.
 	Driver gpu.DriverNeed
+	// Images are the images a lab on a host with vendor's GPUs ("": none)
+	// uses, as up would ensure them; nil leaves the images row out.
+	Images func(vendor gpu.Vendor) (images.Request, error)
 }
 
 // LabPorts are the host ports the lab publishes: Ray dashboard, Grafana,
@@ -129,6 +137,7 @@ func Run(ctx context.Context, d Deps, o Options) Result {
 			checkAMD(rep, d, r)
 		}
 	}
+	checkImages(ctx, d, o, eng, vendorOf(rep), r)
 	checkPorts(ctx, d, o, eng, r)
 	checkDisk(d, o, info, engErr, r)
 	checkAddress(ctx, d, r)

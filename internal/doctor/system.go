@@ -40,6 +40,7 @@ func System(connect func(ctx context.Context) (docker.Engine, error), h host.Opt
 			}
 			return host.GroupIDs(root)
 		},
+		DialRegistry: DialRegistry,
 	}
 }
 

@@ -41,39 +41,55 @@ func (e *UnavailableError) Error() string {
 	}
 	fmt.Fprintf(&b, "could not pull %d image(s):", len(e.Images))
 	// A registry this host cannot resolve or reach stops every image it
-	// holds for one reason: said once, with the images it stopped.
+	// holds for one reason: one line per registry, naming the images (the
+	// reason's words may differ between pulls, a resolver's port say).
 	byRegistry := map[string][]string{}
+	why := map[string]string{}
 	var registries []string
 	for _, ref := range e.Images {
-		var d *dnsError
-		var u *RegistryUnreachableError
 		var nt *TagNotFoundError
 		c := e.Causes[ref]
-		line := ""
+		if reg, w, ok := registryProblem(c); ok {
+			if byRegistry[reg] == nil {
+				registries = append(registries, reg)
+				why[reg] = w
+			}
+			byRegistry[reg] = append(byRegistry[reg], ref)
+			continue
+		}
 		switch {
-		case errors.As(c, &d):
-			line = fmt.Sprintf("this host cannot resolve the registry's name (%s)", d.lookup)
-		case errors.As(c, &u):
-			line = u.Error()
 		case errors.As(c, &nt):
 			fmt.Fprintf(&b, "\n  %v", nt) // it names the image and the tag
-			continue
 		case c != nil:
 			fmt.Fprintf(&b, "\n  %s: %v", ref, c)
-			continue
 		default:
 			fmt.Fprintf(&b, "\n  %s", ref)
-			continue
 		}
-		if byRegistry[line] == nil {
-			registries = append(registries, line)
-		}
-		byRegistry[line] = append(byRegistry[line], ref)
 	}
-	for _, l := range registries {
-		fmt.Fprintf(&b, "\n  %s, so it can pull none of: %s", l, strings.Join(byRegistry[l], ", "))
+	for _, reg := range registries {
+		fmt.Fprintf(&b, "\n  registry %s: %s; not pulled: %s", reg, why[reg], strings.Join(byRegistry[reg], ", "))
 	}
 	return b.String()
+}
+
+// Summary is the error's first line with how many registries stopped the
+// pulls: a progress view shows it where the whole message would repeat
+// what the command's error says below it.
+func (e *UnavailableError) Summary() string {
+	if e.Policy == PullNever {
+		return fmt.Sprintf("%d image(s) are not on this host and --pull never forbids pulling them", len(e.Images))
+	}
+	regs := map[string]bool{}
+	for _, ref := range e.Images {
+		if reg, _, ok := registryProblem(e.Causes[ref]); ok {
+			regs[reg] = true
+		}
+	}
+	s := fmt.Sprintf("could not pull %d image(s)", len(e.Images))
+	if len(regs) > 0 {
+		s += fmt.Sprintf(", %d registry(ies) out of reach", len(regs))
+	}
+	return s + " (see the error below)"
 }
 
 // Unwrap gives errors.As and errors.Is each image's cause (sorted by
@@ -212,7 +228,12 @@ func pullOne(ctx context.Context, eng docker.Engine, ref string, retry Retry, r 
 		if tries > 1 {
 			err = fmt.Errorf("%w (after %d tries)", err, tries)
 		}
-		progress.Failed(r, step, err)
+		if reg, _, ok := registryProblem(err); ok {
+			// The reason is said once, with the registry, in the error.
+			progress.Failed(r, step, fmt.Errorf("%s is out of reach (see below)", reg))
+		} else {
+			progress.Failed(r, step, err)
+		}
 		return err
 	}
 	progress.End(r, step, "")

@@ -73,6 +73,8 @@ func withoutPrefix(err error, prefix string) error {
 type dnsError struct {
 	err    error
 	lookup string // "lookup registry-1.docker.io on 10.0.0.53:53: no such host"
+	host   string // "registry-1.docker.io"
+	reason string // "no such host"
 }
 
 func (e *dnsError) Error() string { return e.err.Error() }
@@ -80,7 +82,21 @@ func (e *dnsError) Unwrap() error { return e.err }
 
 // lookupFailure is the resolver's failure as the engine reports it (Go's
 // resolver, or getaddrinfo's "temporary failure in name resolution").
-var lookupFailure = regexp.MustCompile(`(?i)lookup [^\s:]+(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
+var lookupFailure = regexp.MustCompile(`(?i)lookup ([^\s:]+)(?: on \S+)?: (?:(?:read|dial) udp \S+: )?(no such host|server misbehaving|temporary failure in name resolution|i/o timeout)`)
+
+// registryProblem is the registry that stopped a pull and why, in a few
+// words, when a registry this host cannot resolve or reach stopped it.
+func registryProblem(err error) (registry, why string, ok bool) {
+	var d *dnsError
+	var u *RegistryUnreachableError
+	switch {
+	case errors.As(err, &d):
+		return d.host, "this host cannot resolve its name (" + d.lookup + ")", true
+	case errors.As(err, &u):
+		return u.Registry, "this host cannot connect to it (" + u.Reason + ")", true
+	}
+	return "", "", false
+}
 
 // classify marks errors that retrying cannot fix as permanent and rate
 // limits as a longer wait; everything else (network, registry 5xx) is retried.
@@ -88,8 +104,8 @@ func classify(err error, retry Retry) error {
 	if err == nil {
 		return nil
 	}
-	if l := lookupFailure.FindString(err.Error()); l != "" {
-		return backoff.Permanent(&dnsError{err: err, lookup: l})
+	if m := lookupFailure.FindStringSubmatch(err.Error()); m != nil {
+		return backoff.Permanent(&dnsError{err: err, lookup: m[0], host: m[1], reason: m[2]})
 	}
 	if errors.As(err, new(*TagNotFoundError)) {
 		return backoff.Permanent(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mltrain/mltrain/internal/docker"
 )
@@ -96,3 +97,19 @@ func TestTypedNamesTheImageTagOrRegistry(t *testing.T) {
 }
 
 const sixtyFour = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestRegistryOfAnImage(t *testing.T) {
+	for ref, want := range map[string][2]string{
+		"grafana/grafana:12.1.1":                      {"registry-1.docker.io", "registry-1.docker.io:443"},
+		"rayproject/ray:2.54.0-py312-gpu":             {"registry-1.docker.io", "registry-1.docker.io:443"},
+		"quay.io/jupyter/pytorch-notebook:2025":       {"quay.io", "quay.io:443"},
+		"127.0.0.1:5000/mltrain-test/a:v1":            {"127.0.0.1:5000", "127.0.0.1:5000"},
+		"nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04": {"nvcr.io", "nvcr.io:443"},
+	} {
+		reg, addr, err := Registry(ref)
+		require.NoError(t, err, ref)
+		assert.Equal(t, want, [2]string{reg, addr}, ref)
+	}
+	_, _, err := Registry("not a ref")
+	assert.Error(t, err)
+}

@@ -165,8 +165,11 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 		assert.False(t, saidPrefix(&rec, "pull "+ref, "try 1 failed"), "no retry is announced")
 	}
 	assert.Equal(t, "could not pull 4 image(s):\n  x/gone has no tag \"1\" in its registry (manifest unknown)\n"+
-		"  this host cannot resolve the registry's name ("+lookup+"), so it can pull none of: grafana/grafana:3, minio/minio:1, prom/prometheus:2",
+		"  registry registry-1.docker.io: this host cannot resolve its name ("+lookup+"); not pulled: grafana/grafana:3, minio/minio:1, prom/prometheus:2",
 		err.Error())
+	for _, ref := range refs[:3] {
+		assert.True(t, rec.Has("pull "+ref, progress.Fail))
+	}
 	assert.Empty(t, clierr.Hint(err), "what to type is the command layer's to say")
 
 	var ue *UnavailableError
@@ -178,6 +181,50 @@ func TestPullDNSFailureIsNotRetriedAndSaidOnce(t *testing.T) {
 		assert.ErrorAs(t, classify(errors.New(msg), Retry{}), &d, msg)
 	}
 	assert.NotErrorAs(t, classify(errors.New("dial tcp 10.0.0.1:443: i/o timeout"), Retry{}), new(*dnsError), "a timeout to an address is not DNS")
+}
+
+// A node that reaches no registry (the lab's five images from two
+// registries, the resolver's port differing between pulls): the error is
+// a summary and one line per registry, each pull's step names the
+// registry without repeating the resolver's words.
+func TestPullWithoutRegistriesSaysEachRegistryOnce(t *testing.T) {
+	f := fake.New()
+	var mu sync.Mutex
+	port := 40000
+	f.PullFunc = func(ref string) error {
+		mu.Lock()
+		port++
+		p := port
+		mu.Unlock()
+		host := "registry-1.docker.io"
+		if strings.HasPrefix(ref, "quay.io/") {
+			host = "quay.io"
+		}
+		return fmt.Errorf("pull %s: Error response from daemon: Get \"https://%s/v2/\": dial tcp: lookup %s on 127.0.0.53:53: read udp 127.0.0.1:%d->127.0.0.53:53: i/o timeout", ref, host, host, p)
+	}
+	refs := []string{"rayproject/ray:2.54.0-py312-gpu", "minio/minio:1", "prom/prometheus:2", "grafana/grafana:3", "quay.io/jupyter/pytorch-notebook:4"}
+	var rec progress.Recorder
+	_, err := Pull(context.Background(), f, refs, Options{}, &rec)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 3, err.Error())
+	assert.Equal(t, "could not pull 5 image(s):", lines[0])
+	assert.Regexp(t, `^  registry registry-1\.docker\.io: this host cannot resolve its name \(lookup registry-1\.docker\.io on 127\.0\.0\.53:53: read udp 127\.0\.0\.1:4000\d->127\.0\.0\.53:53: i/o timeout\); `+
+		`not pulled: grafana/grafana:3, minio/minio:1, prom/prometheus:2, rayproject/ray:2\.54\.0-py312-gpu$`, lines[1])
+	assert.Regexp(t, `^  registry quay\.io: this host cannot resolve its name \(lookup quay\.io .*\); not pulled: quay\.io/jupyter/pytorch-notebook:4$`, lines[2])
+
+	var ue *UnavailableError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, "could not pull 5 image(s), 2 registry(ies) out of reach (see the error below)", ue.Summary())
+	fails := 0
+	for _, e := range rec.Events() {
+		if e.Kind == progress.Fail {
+			fails++
+			assert.NotContains(t, e.Message, "lookup", "%s: the resolver's words are said once, in the error", e.Step)
+			assert.Regexp(t, `^(registry-1\.docker\.io|quay\.io) is out of reach \(see below\)$`, e.Message)
+		}
+	}
+	assert.Equal(t, 5, fails, "each pull's step ends")
 }
 
 func TestRateLimitWaitsLonger(t *testing.T) {
@@ -300,4 +347,23 @@ func TestEnsureWarnsOnVersionMismatch(t *testing.T) {
 	assert.Equal(t, 2, warned)
 	assert.Empty(t, f.CallsOf("build"))
 	assert.Empty(t, f.CallsOf("pull"))
+}
+
+// Missing is what an up would pull: external images and the bases of the
+// builds that are not up to date, less what is here.
+func TestMissingIsWhatEnsureWouldPull(t *testing.T) {
+	f := fake.New()
+	fresh := NewSpec("fresh", "2.54.0", []byte("FROM base/fresh:1\n"))
+	stale := NewSpec("stale", "2.54.0", []byte("FROM base/stale:1\n"))
+	f.Images = map[string]docker.Image{
+		"minio/minio:1":  {},
+		fresh.Ref:        {Labels: map[string]string{labels.ImageHash: fresh.Hash}},
+		stale.Ref:        {Labels: map[string]string{labels.ImageHash: "an-older-hash"}},
+		"base/present:1": {},
+	}
+	req := Request{Pull: []string{"minio/minio:1", "grafana/grafana:3", "base/stale:1"}, Build: []Spec{fresh, stale}}
+	missing, total, err := Missing(context.Background(), f, req)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"grafana/grafana:3", "base/stale:1"}, missing, "the fresh build's base is not needed; the stale one's is, once")
+	assert.Equal(t, 5, total)
 }

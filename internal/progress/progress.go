@@ -64,14 +64,26 @@ func Say(r Reporter, step, msg string) { emit(r, Event{Step: step, Kind: Update,
 // End reports that step finished well.
 func End(r Reporter, step, msg string) { emit(r, Event{Step: step, Kind: Done, Message: msg}) }
 
+// Summarizer is an error whose long message the command's error prints
+// anyway: its step's line says Summary instead of repeating it.
+type Summarizer interface {
+	error
+	Summary() string
+}
+
 // Failed reports that step failed. A step stopped by its context's
 // cancellation (Ctrl-C, or a sibling's failure) says "cancelled": the
 // command's error tells why, and a bare "context canceled" tells nothing.
+// An error that is (or wraps without adding words) a Summarizer says its
+// Summary.
 func Failed(r Reporter, step string, err error) {
 	msg := ""
+	var s Summarizer
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "cancelled"
+	case errors.As(err, &s) && s.Error() == err.Error():
+		msg = s.Summary()
 	case err != nil:
 		msg = err.Error()
 	}

@@ -74,3 +74,26 @@ func TestBytesIsOneFormatForEverySize(t *testing.T) {
 		assert.Equal(t, want, Bytes(n), "%d bytes", n)
 	}
 }
+
+type summarized struct{}
+
+func (summarized) Error() string   { return "could not pull 2 image(s):\n  line one\n  line two" }
+func (summarized) Summary() string { return "could not pull 2 image(s) (see the error below)" }
+
+// hinted wraps without adding words, as clierr.WithHint does.
+type hinted struct{ error }
+
+func (h hinted) Unwrap() error { return h.error }
+
+// A long error the command prints anyway is summed up on its step's line,
+// unless a wrapper added words of its own.
+func TestFailedSaysTheSummaryOfALongError(t *testing.T) {
+	var r Recorder
+	Failed(&r, "images", summarized{})
+	Failed(&r, "images", hinted{summarized{}})
+	Failed(&r, "images", fmt.Errorf("lab x: %w", summarized{}))
+	ev := r.Events()
+	assert.Equal(t, "could not pull 2 image(s) (see the error below)", ev[0].Message)
+	assert.Equal(t, "could not pull 2 image(s) (see the error below)", ev[1].Message)
+	assert.Equal(t, "lab x: "+summarized{}.Error(), ev[2].Message, "the words a wrapper added are kept")
+}

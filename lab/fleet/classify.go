@@ -80,7 +80,9 @@ func classify(n verify.Node, h Host, o Options, out []byte, r ran) verify.Node {
 		}
 		if !rep.OK || rep.Failed > 0 {
 			n.State, n.Detail = Failed, "failed: "+strings.Join(rep.FailedIDs(), ", ")
-			n.Fix = "see each failed check's fix (--html FILE shows them), or log in and run '" + o.line("verify") + "'"
+			// Where the fixes are shown is the writer's to say: the HTML
+			// page lists them under the host, the table points to it.
+			n.Fix = "apply each failed check's fix, or log in (ssh " + h.Spec + ") and run '" + o.line("verify") + "'"
 		}
 	case r.exit == 126 || r.exit == 127: // the shell's "not executable" and "not found"
 		n.State, n.Detail = NoMltrain, fmt.Sprintf("%s is not on %s (%s)", o.Mltrain, h.Spec, firstOf(r.stderr, fmt.Sprintf("exit status %d", r.exit)))

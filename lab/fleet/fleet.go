@@ -54,6 +54,9 @@ type Options struct {
 	Mltrain string
 	// Project and StateDir are passed to the remote verify when set.
 	Project, StateDir string
+	// Only and DataFull are the remote verify's --only and --data-full.
+	Only     []string
+	DataFull bool
 	// User logs in to hosts whose line names none (default: this user).
 	User string
 	// Home holds ~/.ssh (default: this user's home).
@@ -171,8 +174,8 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", h.Addr())
 	dcancel()
 	if err != nil {
-		n.State, n.Detail = Unreachable, fmt.Sprintf("connect to %s: %v", h.Addr(), err)
-		n.Fix = "check that the node is up (its lease is active), the address and port in the hosts file, and that SSH is open to you"
+		n.State = Unreachable
+		n.Detail, n.Fix = dialProblem(h.Addr(), err)
 		return n
 	}
 	defer conn.Close()
@@ -209,8 +212,8 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 		n.Fix = "check the user (Chameleon's images: cc@) and the key: the lease's key pair, with --identity FILE or ssh-add"
 		return n
 	default:
-		n.State, n.Detail = Unreachable, fmt.Sprintf("SSH to %s: %v", h.Addr(), err)
-		n.Fix = "check that an SSH server answers at that address and port"
+		n.State = Unreachable
+		n.Detail, n.Fix = handshakeProblem(h.Addr(), err)
 		return n
 	}
 	client := ssh.NewClient(sc, chans, reqs)
@@ -240,6 +243,12 @@ func remoteCommand(o Options) string {
 	}
 	if o.StateDir != "" {
 		words = append(words, "--state-dir", shellQuote(o.StateDir))
+	}
+	if len(o.Only) > 0 {
+		words = append(words, "--only", shellQuote(strings.Join(o.Only, ",")))
+	}
+	if o.DataFull {
+		words = append(words, "--data-full")
 	}
 	return strings.Join(words, " ")
 }

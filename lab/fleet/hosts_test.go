@@ -55,6 +55,8 @@ func TestRemoteCommandQuotesForTheShell(t *testing.T) {
 	assert.Equal(t, "mltrain verify --json", remoteCommand(Options{Mltrain: "mltrain"}))
 	assert.Equal(t, `~/'my bin/mltrain' verify --json --project lab2 --state-dir '/data/it'\''s'`,
 		remoteCommand(Options{Mltrain: "~/my bin/mltrain", Project: "lab2", StateDir: "/data/it's"}))
+	assert.Equal(t, "mltrain verify --json --only ray,data --data-full",
+		remoteCommand(Options{Mltrain: "mltrain", Only: []string{"ray", "data"}, DataFull: true}), "the host's verify checks what the instructor asked for")
 }
 
 // A host known by its RSA key is asked for an RSA key, not "changed".

@@ -51,7 +51,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	pub := key.Signer.PublicKey()
 
 	passed := fleettest.Start(t, pub)
-	passed.Script(t, "mltrain", `[ "$#" = 6 ] && [ "$1 $2 $3 $4 $5" = "verify --json --project p1 --state-dir" ] && [ "$6" = "/tmp/a b" ] || { echo "args: $*" >&2; exit 3; }`+"\n"+printing(t, report(), 0))
+	passed.Script(t, "mltrain", `[ "$#" = 9 ] && [ "$1 $2 $3 $4 $5" = "verify --json --project p1 --state-dir" ] && [ "$6" = "/tmp/a b" ] && [ "$7 $8 $9" = "--only ray,host --data-full" ] || { echo "args: $*" >&2; exit 3; }`+"\n"+printing(t, report(), 0))
 	failed := fleettest.Start(t, pub)
 	failed.Script(t, "mltrain", printing(t, report("ray.auth", "minio.bucket"), 1))
 	noLab := fleettest.Start(t, pub)
@@ -104,7 +104,7 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 
 	var rec progress.Recorder
 	o := Options{Identity: identity, KnownHosts: known, Timeout: 15 * time.Second, Parallel: 4, Home: dir,
-		User: fleettest.User(t), Project: "p1", StateDir: "/tmp/a b", Progress: &rec}
+		User: fleettest.User(t), Project: "p1", StateDir: "/tmp/a b", Only: []string{"ray", "host"}, DataFull: true, Progress: &rec}
 	ctx := context.Background()
 	t0 := time.Now()
 	rep, err := Run(ctx, hosts, o)
@@ -148,7 +148,9 @@ func TestEveryHostEndsInOneState(t *testing.T) {
 	assert.Contains(t, state["unknown"].Detail, "host key unknown")
 	assert.Contains(t, state["unknown"].Fix, "--accept-new")
 	assert.Contains(t, state["retyped"].Detail, "offers none of the key types")
-	assert.Contains(t, state["closed"].Detail, "connection refused")
+	assert.Contains(t, state["closed"].Detail, fmt.Sprintf("127.0.0.1:%d refused the connection: nothing listens on port %d there (is sshd running?)", closed, closed))
+	assert.Contains(t, state["closed"].Fix, "sudo systemctl start ssh")
+	assert.NotContains(t, state["closed"].Detail, "dial tcp", "a sentence, not Go's dial error")
 	assert.Contains(t, state["slow"].Detail, "while 'mltrain verify' ran")
 	require.NotNil(t, state["ada"].Report)
 	assert.Equal(t, "host.gpus", state["ada"].Report.Checks[0].ID)

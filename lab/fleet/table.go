@@ -100,6 +100,9 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	if why.Len() > 0 {
 		b.WriteString("\n" + why.String())
 	}
+	if r.States[Failed] > 0 {
+		b.WriteString("\nEach failed check's evidence and fix: run again with --html FILE (one page) or --json.\n")
+	}
 	var counts []string
 	for _, s := range States {
 		if r.States[s] > 0 {

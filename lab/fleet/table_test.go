@@ -34,7 +34,8 @@ func TestTableLinesUpHostsAndGroups(t *testing.T) {
 	assert.Equal(t, "cc@10.0.0.2: failed: ray.auth, ray.nodes", lines[5])
 	assert.Equal(t, "  fix: see each failed check's fix", lines[6])
 	assert.Equal(t, "ken (cc@10.0.0.3): connection refused", lines[7])
-	assert.Equal(t, "3 hosts in 2.0s: 1 passed, 1 failed, 1 unreachable: NOT every host is verified", lines[10])
+	assert.Equal(t, "Each failed check's evidence and fix: run again with --html FILE (one page) or --json.", lines[10])
+	assert.Equal(t, "3 hosts in 2.0s: 1 passed, 1 failed, 1 unreachable: NOT every host is verified", lines[12])
 
 	var c strings.Builder
 	require.NoError(t, WriteTable(&c, r, true))

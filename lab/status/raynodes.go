@@ -133,6 +133,36 @@ func MatchWorkerNodes(workers map[string]WorkerContainer, nodes []ray.Node, node
 	return out, unpaired
 }
 
+// RayCount says how many of the lab's current nodes Ray lists ALIVE. Ray's
+// GCS keeps DEAD nodes in its node list (up to
+// maximum_gcs_dead_node_cached_count, 1000), so after a worker restart the
+// old node stays there DEAD beside the new ALIVE one: such history is
+// counted apart, not as nodes missing now. A stopped worker's node is
+// current, ALIVE or DEAD: each stopped worker Ray no longer lists ALIVE
+// keeps one DEAD node among the current ones.
+func RayCount(nodes []ray.Node, pairs []WorkerNode) string {
+	alive, dead := 0, 0
+	for _, n := range nodes {
+		if n.Alive() {
+			alive++
+		} else {
+			dead++
+		}
+	}
+	down := 0
+	for _, w := range pairs {
+		if !w.Running && w.RayState != RayAlive {
+			down++
+		}
+	}
+	history := max(0, dead-down)
+	s := fmt.Sprintf("%d of %d nodes ALIVE", alive, len(nodes)-history)
+	if history > 0 {
+		s += fmt.Sprintf(" (%d DEAD from earlier restarts)", history)
+	}
+	return s
+}
+
 // StaleNote says why Ray lists a stopped worker's node ALIVE.
 func StaleNote(w WorkerNode, now time.Time) string {
 	typical, longest := RayDeadAfter()

@@ -92,3 +92,31 @@ func TestRayDeadAfterFromRaysDefaults(t *testing.T) {
 	assert.Equal(t, 15*time.Second, typical, "5 failed checks 3 s apart")
 	assert.Equal(t, 65*time.Second, longest, "each check waiting its 10 s timeout")
 }
+
+// Ray keeps a restarted worker's old node in its list, DEAD: status counts
+// the lab's current nodes and the DEAD history apart; a stopped worker's
+// DEAD node is current.
+func TestRayCountSetsDeadHistoryApart(t *testing.T) {
+	head := ray.Node{NodeID: "h", NodeIP: "10.0.0.2", IsHeadNode: true, State: "ALIVE"}
+	dead := func(id, ip string) ray.Node { return ray.Node{NodeID: id, NodeIP: ip, State: "DEAD"} }
+	up := map[string]status.WorkerContainer{"ray-worker-0": worker(0, true, "10.0.0.3"), "ray-worker-1": worker(1, true, "10.0.0.4")}
+	oneDown := map[string]status.WorkerContainer{"ray-worker-0": worker(0, false, ""), "ray-worker-1": worker(1, true, "10.0.0.4")}
+	for _, tc := range []struct {
+		name    string
+		workers map[string]status.WorkerContainer
+		nodes   []ray.Node
+		want    string
+	}{
+		{"all up", up, []ray.Node{head, node("10.0.0.3", "ALIVE"), node("10.0.0.4", "ALIVE")}, "3 of 3 nodes ALIVE"},
+		{"after restarts", up, []ray.Node{head, dead("d1", "10.0.0.3"), node("10.0.0.3", "ALIVE"), dead("d2", "10.0.0.4"),
+			node("10.0.0.4", "ALIVE"), dead("d3", "10.0.0.3")}, "3 of 3 nodes ALIVE (3 DEAD from earlier restarts)"},
+		{"a stopped worker Ray marked DEAD", oneDown, []ray.Node{head, dead("d1", "10.0.0.3"), node("10.0.0.4", "ALIVE")}, "2 of 3 nodes ALIVE"},
+		{"a stopped worker and a restart before", oneDown, []ray.Node{head, dead("d0", "10.0.0.3"), dead("d1", "10.0.0.3"), node("10.0.0.4", "ALIVE")},
+			"2 of 3 nodes ALIVE (1 DEAD from earlier restarts)"},
+		{"a stopped worker Ray has not noticed", oneDown, []ray.Node{head, node("10.0.0.3", "ALIVE"), node("10.0.0.4", "ALIVE"), dead("d1", "10.0.0.4")},
+			"3 of 3 nodes ALIVE (1 DEAD from earlier restarts)"},
+	} {
+		pairs, _ := status.MatchWorkerNodes(tc.workers, tc.nodes, "")
+		assert.Equal(t, tc.want, status.RayCount(tc.nodes, pairs), tc.name)
+	}
+}

@@ -269,13 +269,7 @@ func (st *Status) explain(workers map[string]WorkerContainer, nodes []ray.Node, 
 	if !asked {
 		return
 	}
-	alive := 0
-	for _, n := range nodes {
-		if n.Alive() {
-			alive++
-		}
-	}
-	st.Ray = fmt.Sprintf("%d of %d nodes ALIVE", alive, len(nodes))
+	st.Ray = RayCount(nodes, pairs)
 	switch len(stale) {
 	case 0:
 	case 1:

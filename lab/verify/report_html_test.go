@@ -63,8 +63,8 @@ func TestHTMLIsOneStaticPageNamingEveryNode(t *testing.T) {
 	}
 	assert.NotContains(t, out, "ada <lovelace>", "text is escaped")
 	// The matrix has a column per group that ran, and a failed cell.
-	assert.Contains(t, out, "<th>host</th><th>ray</th>")
-	assert.Contains(t, out, `<td class="fail" title="1 failed, 0 passed, 0 skipped">FAIL 1</td>`)
+	assert.Contains(t, out, `<th class="group">host</th><th class="group">ray</th>`)
+	assert.Contains(t, out, `<td class="group fail" title="1 failed, 0 passed, 0 skipped">FAIL 1</td>`)
 	// A failed check's details are open, a passed one's closed; the fix shows.
 	assert.Regexp(t, `<details open><summary><span class="fail">FAIL</span> <code>ray.auth</code>`, out)
 	assert.Regexp(t, `<details><summary><span class="pass">PASS</span> <code>host.gpus</code>`, out)

@@ -21,6 +21,17 @@ type Page struct {
 	Problems   []string // console errors and warnings, uncaught exceptions, refused loads
 	Fetches    int      // resources the page loaded besides itself
 	Screenshot string   // a PNG of the whole page, kept after the test
+	// Values are the numbers Options.Eval's expressions gave, on screen.
+	Values map[string]float64
+}
+
+// Options tune OpenWith.
+type Options struct {
+	// Width of the window in CSS pixels (default 1280).
+	Width int
+	// Eval are JavaScript expressions giving numbers (a width, an element's
+	// right edge), evaluated on screen after the load.
+	Eval map[string]string
 }
 
 // Chromium finds Debian's chromium: under CI it must be there (.ci/run
@@ -63,6 +74,15 @@ func ArtifactDir(t testing.TB) string {
 // ArtifactDir.
 func Open(t testing.TB, file, name string) Page {
 	t.Helper()
+	return OpenWith(t, file, name, Options{})
+}
+
+// OpenWith is Open in a window o.Width wide, evaluating o.Eval.
+func OpenWith(t testing.TB, file, name string, o Options) Page {
+	t.Helper()
+	if o.Width == 0 {
+		o.Width = 1280
+	}
 	bin := Chromium(t)
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -70,7 +90,7 @@ func Open(t testing.TB, file, name string) Page {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin),
 		chromedp.NoSandbox, // tests run as root in CI containers, where Chromium's sandbox cannot start
-		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()))
+		chromedp.WindowSize(o.Width, 900), chromedp.UserDataDir(t.TempDir()))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
@@ -103,6 +123,15 @@ func Open(t testing.TB, file, name string) Page {
 		chromedp.Sleep(500*time.Millisecond)) // a refused load is reported just after the page's load event
 	if err == nil {
 		p.Text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	}
+	for k, expr := range o.Eval {
+		if err != nil {
+			break
+		}
+		if p.Values == nil {
+			p.Values = map[string]float64{}
+		}
+		p.Values[k], err = chromedp.Run(ctx, chromedp.Evaluate[float64](expr))
 	}
 	if err == nil {
 		p.Fetches, err = chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType("resource").length`))
