@@ -28,7 +28,7 @@ func TestALongJobIsNoSilentWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rec.Jobs, 1)
 	id := regexp.QuoteMeta(rec.Jobs[0].SubmissionID)
-	lines := regexp.MustCompile(`waiting for job ` + id + ` to end: (\d+)s so far of at most 20m0s; it is RUNNING`).FindAllStringSubmatch(said(f), -1)
+	lines := regexp.MustCompile(`waiting for job `+id+` to end: (\d+)s so far of at most 20m0s; it is RUNNING`).FindAllStringSubmatch(said(f), -1)
 	require.GreaterOrEqual(t, len(lines), 3, "a minute's wait says so at least three times:\n%s", said(f))
 	prev := 0
 	for _, l := range lines {
