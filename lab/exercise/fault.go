@@ -187,7 +187,7 @@ func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), 
 	r := f.r
 	r.say("Ray Train registered checkpoint %s: stopping %s", f.obs.LatestAtStop, c.Name)
 	f.obs.StoppedAt = r.env.Now()
-	if err := r.env.Engine.ContainerStop(ctx, c.ID, stopTimeout); err != nil {
+	if err := r.env.Engine.ContainerStop(context.WithoutCancel(ctx), c.ID, stopTimeout); err != nil { // a signal now must not leave it stopped unsaid
 		return func() {}, fmt.Errorf("stop worker container %s: %w", c.Name, err)
 	}
 	f.obs.StoppedContainer = c.Name

@@ -49,7 +49,7 @@ func Wait(ctx context.Context, eng docker.Engine, project string, checks []Check
 	// A container Docker restarts under its restart policy (a worker whose
 	// raylet gave up on a restarted head) is waited for, bounded and saying
 	// so, not reported as a fault.
-	restarts := &compose.Restarts{Say: func(l string) { progress.Say(rep, "ready containers", l) }}
+	restarts := &compose.Restarts{Say: func(l string) { progress.Say(rep, "ready", l) }}
 	go func() {
 		for {
 			if err := compose.Watch(ctx, eng, project, restarts); err != nil && ctx.Err() == nil {
