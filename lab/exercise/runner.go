@@ -181,6 +181,12 @@ func (r *runner) submit(ctx context.Context, js jobSpec) (int, error) {
 		EntrypointNumGPUs: js.gpus, EntrypointNumCPUs: js.cpus,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted mid-call: Ray may have taken the job all the
+			// same, so the interrupted run's cleanup looks it up (status
+			// unknown here) and ends it.
+			r.rec.Jobs = append(r.rec.Jobs, JobRun{SubmissionID: id, Entrypoint: entry, URL: r.env.Ray.Address() + "/#/jobs/" + id})
+		}
 		return 0, err
 	}
 	r.rec.Jobs = append(r.rec.Jobs, JobRun{SubmissionID: id, Entrypoint: entry, Status: ray.Pending,
