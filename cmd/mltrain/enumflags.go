@@ -39,10 +39,8 @@ func checkedStringVar(fl *pflag.FlagSet, p *string, name, value, usage string, c
 // pullFlag is --pull: missing, always or never.
 func pullFlag(fl *pflag.FlagSet, p *string, usage string) {
 	checkedStringVar(fl, p, "pull", string(images.PullMissing), usage, func(s string) error {
-		if _, err := images.ParsePullPolicy(s); err != nil {
-			return clierr.WithHint(fmt.Errorf("not a pull policy (missing, always, never)"), clierr.Hint(err))
-		}
-		return nil
+		_, err := images.ParsePullPolicy(s)
+		return err
 	})
 }
 
@@ -53,7 +51,7 @@ func vendorFlag(fl *pflag.FlagSet, p *string, usage string) {
 		case "auto", "nvidia", "amd", "cpu":
 			return nil
 		}
-		return clierr.Hintf("use --vendor auto, nvidia, amd or cpu", "not a GPU vendor (auto, nvidia, amd, cpu)")
+		return clierr.Hintf("use --vendor auto, nvidia, amd or cpu", "--vendor %q is not a GPU vendor (auto, nvidia, amd, cpu)", s)
 	})
 }
 
@@ -64,7 +62,7 @@ func tailFlag(fl *pflag.FlagSet, p *string, usage string) {
 			return nil
 		}
 		if n, err := strconv.Atoi(s); err != nil || n < 0 {
-			return clierr.Hintf("use --tail N (a number of lines, 0 or more) or --tail all", "not a number of lines, nor all")
+			return clierr.Hintf("use --tail N (a number of lines, 0 or more) or --tail all", "--tail %q is not a number of lines, nor all", s)
 		}
 		return nil
 	})
