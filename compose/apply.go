@@ -129,7 +129,8 @@ func Apply(ctx context.Context, eng docker.Engine, p *types.Project, o ApplyOpti
 		switch needHealthy[name] {
 		case types.ServiceConditionHealthy:
 			progress.Say(o.Reporter, step, "waiting until healthy (a dependency of other services)")
-			if err := WaitHealthy(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
+			rs := &Restarts{Say: func(l string) { progress.Say(o.Reporter, step, l) }}
+			if err := rs.WaitHealthy(ctx, eng, ContainerName(p, s), o.HealthTimeout); err != nil {
 				mu.Lock()
 				failed[name] = true
 				mu.Unlock()

@@ -70,16 +70,25 @@ func failure(ctx context.Context, eng docker.Engine, name, reason string) error 
 	return &ContainerFailure{Container: name, Reason: reason, Logs: buf.String()}
 }
 
-// checkAlive returns a failure when the container has exited or is unhealthy.
-func checkAlive(ctx context.Context, eng docker.Engine, d docker.ContainerDetails) error {
-	switch {
-	case d.OOMKilled:
+// checkAlive returns a failure when the container has exited or is
+// unhealthy; one Docker restarts under its restart policy is waited for
+// while rs allows (nil: not at all).
+func checkAlive(ctx context.Context, eng docker.Engine, d docker.ContainerDetails, rs *Restarts) error {
+	if d.OOMKilled {
 		return failure(ctx, eng, d.Name, "was killed: out of memory")
+	}
+	if wait, why := rs.waits(d); wait {
+		return nil
+	} else if why != "" {
+		return failure(ctx, eng, d.Name, why)
+	}
+	switch {
 	case !d.Running && (d.State == "exited" || d.State == "dead"):
 		return failure(ctx, eng, d.Name, fmt.Sprintf("exited with code %d", d.ExitCode))
 	case d.State == "restarting":
-		// Exited, and its restart policy brings it back: a container that
-		// fails while starting would otherwise be waited on until the timeout.
+		// Exited, and its restart policy brings it back, and the caller
+		// waits for no restart (rs nil): report it now rather than wait on
+		// a container that may fail as it starts until the timeout.
 		return failure(ctx, eng, d.Name, fmt.Sprintf("exited with code %d (Docker is restarting it: its restart policy)", d.ExitCode))
 	case d.Health == "unhealthy":
 		return failure(ctx, eng, d.Name, "is unhealthy (its healthcheck fails)")
@@ -88,8 +97,14 @@ func checkAlive(ctx context.Context, eng docker.Engine, d docker.ContainerDetail
 }
 
 // WaitHealthy waits until the container is healthy (or simply running when it
-// has no healthcheck), failing fast when it exits or turns unhealthy.
+// has no healthcheck), failing fast when it exits or turns unhealthy; while
+// Docker restarts it under its restart policy it waits, silently.
 func WaitHealthy(ctx context.Context, eng docker.Engine, name string, timeout time.Duration) error {
+	return (&Restarts{}).WaitHealthy(ctx, eng, name, timeout)
+}
+
+// WaitHealthy is WaitHealthy waiting for Docker's restarts as r says.
+func (r *Restarts) WaitHealthy(ctx context.Context, eng docker.Engine, name string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -97,7 +112,7 @@ func WaitHealthy(ctx context.Context, eng docker.Engine, name string, timeout ti
 		if err != nil {
 			return fmt.Errorf("wait for %s: %w", name, err)
 		}
-		if err := checkAlive(ctx, eng, d); err != nil {
+		if err := checkAlive(ctx, eng, d, r); err != nil {
 			return err
 		}
 		if d.Running && (d.Health == "" || d.Health == "healthy") {
@@ -170,8 +185,10 @@ func waitExited0(ctx context.Context, eng docker.Engine, name string, timeout ti
 
 // Watch checks the project's containers once: the first one that exited or
 // is unhealthy is returned as a failure. Readiness loops call it between
-// probes so a crashed service fails `up` at once instead of at the timeout.
-func Watch(ctx context.Context, eng docker.Engine, project string) error {
+// probes so a crashed service fails `up` at once instead of at the timeout;
+// one Docker restarts under its restart policy is waited for as rs says
+// (rs lives as long as the loop).
+func Watch(ctx context.Context, eng docker.Engine, project string, rs *Restarts) error {
 	list, err := eng.ContainerList(ctx, map[string]string{labels.Project: project})
 	if err != nil {
 		return err
@@ -184,7 +201,7 @@ func Watch(ctx context.Context, eng docker.Engine, project string) error {
 		if err != nil {
 			return err
 		}
-		if err := checkAlive(ctx, eng, d); err != nil {
+		if err := checkAlive(ctx, eng, d, rs); err != nil {
 			return err
 		}
 	}

@@ -29,8 +29,8 @@ Dockerfile is unchanged (--rebuild forces it). Base images are pulled first
 		Args: cobra.NoArgs,
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&vendor, "vendor", "auto", "GPU vendor to build the worker for: auto (detect), nvidia, amd, cpu")
-	fl.StringVar(&pull, "pull", string(images.PullMissing), "when to pull base images: missing, always, never")
+	vendorFlag(fl, &vendor, "GPU vendor to build the worker for: auto (detect), nvidia, amd, cpu")
+	pullFlag(fl, &pull, "when to pull base images: missing, always, never")
 	fl.StringVar(&rayVersion, "ray-version", dockerfiles.DefaultRayVersion, "Ray version to build for")
 	fl.BoolVar(&rebuild, "rebuild", false, "build even when an image with the same content hash exists")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -79,7 +79,7 @@ compose.yaml and starts nothing.
 	fl.StringVar(&gpusFrom, "gpus-from", "", "with --render-only: plan for the GPUs in this 'mltrain gpus --json' file")
 	fl.IntVar(&cpus, "cpus", 0, "with --gpus-from: the host's CPU count")
 	fl.StringVar(&memory, "memory", "", "with --gpus-from: the host's memory, e.g. 256g")
-	fl.StringVar(&pull, "pull", string(images.PullMissing), "when to pull base images: missing, always, never")
+	pullFlag(fl, &pull, "when to pull base images: missing, always, never")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for this host's nodes to join")
 	fl.BoolVar(&o.NoRollback, "no-rollback", false, "keep the containers of a failed first join for inspection")
 	fl.BoolVar(&o.RenderOnly, "render-only", false, "write compose.yaml into --out (or the state dir) and start nothing")

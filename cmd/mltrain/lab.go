@@ -40,6 +40,9 @@ AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.`,
 		ValidArgsFunction: completeExercise,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if err := notNegative(cmd, "cpus", "epochs", "num-samples", "timeout", "observe", "checkpoint-timeout", "poll"); err != nil {
+				return err
+			}
 			if name == labGuide {
 				if a.json {
 					return printJSON(a.out, exercise.Specs(a.lab()))

@@ -16,7 +16,7 @@ func (a *app) logsCmd() *cobra.Command {
 	}
 	cmd.ValidArgsFunction = a.completeLogs
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
-	cmd.Flags().StringVar(&tail, "tail", "200", `lines to show from the end ("all" for everything)`)
+	tailFlag(cmd.Flags(), &tail, `lines to show from the end ("all" for everything)`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		service := ""
 		if len(args) == 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,6 +57,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 			case <-done:
 				return
 			}
+			_, _ = os.Stderr.WriteString(forcedExit(s.(syscall.Signal), os.Args[1:]))
 			os.Exit(128 + int(s.(syscall.Signal)))
 		case <-done:
 		}
@@ -65,6 +67,34 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		close(done)
 		cancel(nil)
 	}
+}
+
+// forcedExit is what mltrain says when a signal ends it before its cleanup
+// finished: that something may be left, how to see it, and the command to
+// run again (a lab's up and down converge from whatever is in place).
+func forcedExit(sig syscall.Signal, args []string) string {
+	rerun := rerunLine(redactBundles(args))
+	return fmt.Sprintf("Error: received %s again: %s ended before its cleanup finished; what it was undoing may be left in place\n"+
+		"Next: see what is left with '%s', then run '%s' again (it starts from whatever is in place)\n",
+		sig, rerun, rerunLine(append(labNaming(args), "status")), rerun)
+}
+
+// labNaming are the global flags in args that name the lab.
+func labNaming(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		for _, f := range []string{"--project", "--state-dir"} {
+			switch {
+			case strings.HasPrefix(a, f+"="):
+				out = append(out, a)
+			case a == f && i+1 < len(args):
+				out = append(out, a, args[i+1])
+				i++
+			}
+		}
+	}
+	return out
 }
 
 // secondSignalGrace is how long a second signal leaves the cleanup.

@@ -67,6 +67,9 @@ func mltrainBinary(t *testing.T) string {
 type Input struct {
 	When func(out string) bool
 	Keys string
+	// Signal, when set, is sent to mltrain instead of typing Keys (SIGTERM
+	// as a supervisor sends it, SIGHUP as a dropped session).
+	Signal syscall.Signal
 }
 
 // TermOptions is one run of mltrain under a pty.
@@ -122,7 +125,11 @@ func runTerm(t *testing.T, o TermOptions) TermRun {
 			sofar := out.String()
 			mu.Unlock()
 			for len(inputs) > 0 && inputs[0].When(sofar) {
-				_, _ = ptmx.Write([]byte(inputs[0].Keys))
+				if inputs[0].Signal != 0 {
+					_ = cmd.Process.Signal(inputs[0].Signal)
+				} else {
+					_, _ = ptmx.Write([]byte(inputs[0].Keys))
+				}
 				inputs = inputs[1:]
 			}
 			if err != nil {

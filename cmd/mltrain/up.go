@@ -40,7 +40,7 @@ Every role's image can be replaced (tests and offline nodes): --image-head,
 	}
 	lf := addLabFlags(cmd.Flags())
 	fl := cmd.Flags()
-	fl.StringVar(&pull, "pull", string(images.PullMissing), "when to pull external images: missing, always, never")
+	pullFlag(fl, &pull, "when to pull external images: missing, always, never")
 	fl.BoolVar(&rebuild, "rebuild", false, "rebuild mltrain's images even when their content hash is unchanged")
 	fl.BoolVar(&noRollback, "no-rollback", false, "keep the containers of a failed first up for inspection")
 	fl.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the lab to be ready")

@@ -128,3 +128,11 @@ func TestRerunLineQuotes(t *testing.T) {
 	assert.Equal(t, "mltrain data food11 --zip /tmp/f.zip --volume=v", rerunLine([]string{"data", "food11", "--zip", "/tmp/f.zip", "--volume=v"}))
 	assert.Equal(t, `mltrain data food11 --zip "/tmp/my \"zip\" \$HOME.zip" ""`, rerunLine([]string{"data", "food11", "--zip", `/tmp/my "zip" $HOME.zip`, ""}))
 }
+
+// A signal that ends mltrain before its cleanup finished says so: what may
+// be left, the status command of the same lab, the command to run again.
+func TestForcedExitSaysWhatMayBeLeft(t *testing.T) {
+	msg := forcedExit(syscall.SIGINT, []string{"up", "--project", "lab1", "--state-dir=/tmp/s", "--pull", "never"})
+	assert.Equal(t, "Error: received interrupt again: mltrain up --project lab1 --state-dir=/tmp/s --pull never ended before its cleanup finished; what it was undoing may be left in place\n"+
+		"Next: see what is left with 'mltrain --project lab1 --state-dir=/tmp/s status', then run 'mltrain up --project lab1 --state-dir=/tmp/s --pull never' again (it starts from whatever is in place)\n", msg)
+}

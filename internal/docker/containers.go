@@ -48,10 +48,11 @@ func (s *SDK) ContainerInspect(ctx context.Context, id string) (ContainerDetails
 	}
 	c := r.Container
 	d := ContainerDetails{
-		Container:  Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/")},
-		Networks:   map[string]string{},
-		Config:     c.Config,
-		HostConfig: c.HostConfig,
+		Container:    Container{ID: c.ID, Name: strings.TrimPrefix(c.Name, "/")},
+		RestartCount: c.RestartCount,
+		Networks:     map[string]string{},
+		Config:       c.Config,
+		HostConfig:   c.HostConfig,
 	}
 	if c.Config != nil {
 		d.Image, d.Labels, d.Env = c.Config.Image, c.Config.Labels, c.Config.Env

@@ -145,17 +145,19 @@ type Port struct {
 // ContainerDetails is a container as inspected.
 type ContainerDetails struct {
 	Container
-	Running    bool
-	Health     string // "", starting, healthy, unhealthy
-	ExitCode   int
-	OOMKilled  bool
-	Error      string
-	StartedAt  time.Time
-	FinishedAt time.Time
-	Env        []string
-	Networks   map[string]string // network name -> IPv4 address
-	Config     *container.Config
-	HostConfig *container.HostConfig
+	Running   bool
+	Health    string // "", starting, healthy, unhealthy
+	ExitCode  int
+	OOMKilled bool
+	// RestartCount is how often Docker's restart policy started it again.
+	RestartCount int
+	Error        string
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	Env          []string
+	Networks     map[string]string // network name -> IPv4 address
+	Config       *container.Config
+	HostConfig   *container.HostConfig
 }
 
 // ContainerSpec is what ContainerCreate needs; the moby types are used as-is

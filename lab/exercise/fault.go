@@ -108,7 +108,7 @@ func faultArgs(r *runner) []string {
 // worker says where in its "worker" event).
 func (f *faultRun) trainingWorker(ctx context.Context) (status.WorkerContainer, error) {
 	r := f.r
-	r.say("waiting for the training worker to start")
+	r.await("the training worker to start")
 	var worker, driver Event
 	err := r.poll(ctx, f.i, func(events []Event) (bool, error) {
 		for _, e := range EventsOf(events, "driver") {
@@ -155,7 +155,7 @@ func (f *faultRun) trainingWorker(ctx context.Context) (status.WorkerContainer, 
 // registers it, and a worker stopped in between makes Ray start over.
 func (f *faultRun) registeredCheckpoint(ctx context.Context) error {
 	r := f.r
-	r.say("waiting for Ray Train to register a checkpoint")
+	r.await("Ray Train to register a checkpoint")
 	err := r.poll(ctx, f.i, func(events []Event) (bool, error) {
 		cp, ok := stopPoint(events)
 		if !ok {
@@ -192,7 +192,7 @@ func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), 
 	r.say("Ray Train registered checkpoint %s", f.obs.LatestAtStop)
 	r.say("%s", stopSays(c.Name))
 	f.obs.StoppedAt = r.env.Now()
-	if err := r.env.Engine.ContainerStop(ctx, c.ID, stopTimeout); err != nil {
+	if err := r.env.Engine.ContainerStop(context.WithoutCancel(ctx), c.ID, stopTimeout); err != nil { // a signal now must not leave it stopped unsaid
 		return func() {}, fmt.Errorf("stop worker container %s: %w", c.Name, err)
 	}
 	f.obs.StoppedContainer = c.Name
@@ -223,7 +223,7 @@ func (f *faultRun) stop(ctx context.Context, c status.WorkerContainer) (func(), 
 // event and the log's events at that moment.
 func (f *faultRun) awaitResume(ctx context.Context, stopped string) (Event, []Event, error) {
 	r := f.r
-	r.say("waiting for Ray Train to resume from a checkpoint")
+	r.await("Ray Train to resume from a checkpoint")
 	var resume Event
 	var seen []Event
 	var seenAt time.Time

@@ -122,7 +122,8 @@ func (r *runner) endUnplaced(ctx context.Context, j ray.Job, obs *InfeasibleObs)
 	r.say("ended %s by %s", id, obs.EndedBy)
 	wctx, cancel := context.WithTimeout(ctx, endWait)
 	defer cancel()
-	last, err := r.env.Ray.Wait(wctx, id, ray.WaitOptions{Poll: r.o.Poll})
+	wl := r.waiting(wctx, "job "+id+" to end after "+obs.EndedBy)
+	last, err := r.env.Ray.Wait(wctx, id, ray.WaitOptions{Poll: r.o.Poll, OnPoll: func(j ray.Job) { wl.tick("it is " + string(j.Status)) }})
 	if err != nil {
 		return last, fmt.Errorf("end the infeasible job %s (by %s): still %s after %s: %w", id, obs.EndedBy, last.Status, endWait, err)
 	}

@@ -19,7 +19,8 @@ const pendingSay = 10 * time.Second
 // beside the resources of its ALIVE nodes, every pendingSay.
 type pendingWatch struct {
 	r        *runner
-	since    time.Time // first seen PENDING
+	limit    time.Duration // how long the exercise waits for the job
+	since    time.Time     // first seen PENDING
 	lastSaid time.Time
 }
 
@@ -36,7 +37,7 @@ func (w *pendingWatch) poll(ctx context.Context, j ray.Job) {
 		return
 	}
 	w.lastSaid = now
-	w.r.say("%s PENDING for %s: %s", j.SubmissionID, now.Sub(w.since).Round(time.Second), whyPending(ctx, w.r.env.Ray))
+	w.r.say("%s PENDING for %s: %s; waiting at most %s for it to end", j.SubmissionID, now.Sub(w.since).Round(time.Second), whyPending(ctx, w.r.env.Ray), w.limit)
 }
 
 // whyPending says what Ray cannot place and what its nodes have, as far as

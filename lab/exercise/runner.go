@@ -29,11 +29,16 @@ type runner struct {
 	seq     int
 	events  map[int][]Event // per job index, from the last log read
 	sizing  Sizing          // the CPU requests fitted to the lab's workers
+	// lastSaid is when the exercise last said a line (waitLine repeats a
+	// wait's after waitSay of silence); awaiting is what runner.poll waits for.
+	lastSaid time.Time
+	awaiting string
 }
 
 func (r *runner) step() string { return "lab " + r.rec.Exercise }
 
 func (r *runner) say(format string, args ...any) {
+	r.lastSaid = r.env.Now()
 	progress.Say(r.env.Reporter, r.step(), fmt.Sprintf(format, args...))
 }
 
@@ -180,6 +185,12 @@ func (r *runner) submit(ctx context.Context, js jobSpec) (int, error) {
 		EntrypointNumGPUs: js.gpus, EntrypointNumCPUs: js.cpus,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted mid-call: Ray may have taken the job all the
+			// same, so the interrupted run's cleanup looks it up (status
+			// unknown here) and ends it.
+			r.rec.Jobs = append(r.rec.Jobs, JobRun{SubmissionID: id, Entrypoint: entry, URL: r.env.Ray.Address() + "/#/jobs/" + id})
+		}
 		return 0, err
 	}
 	r.rec.Jobs = append(r.rec.Jobs, JobRun{SubmissionID: id, Entrypoint: entry, Status: ray.Pending,
@@ -194,10 +205,14 @@ func (r *runner) wait(ctx context.Context, i int) (ray.Job, error) {
 	jr := &r.rec.Jobs[i]
 	wctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
-	pw := &pendingWatch{r: r}
+	pw := &pendingWatch{r: r, limit: r.o.Timeout}
+	wl := r.waiting(wctx, "job "+jr.SubmissionID+" to end")
 	j, err := r.env.Ray.Wait(wctx, jr.SubmissionID, ray.WaitOptions{Poll: r.o.Poll, OnChange: func(j ray.Job) {
 		r.say("%s: %s", jr.SubmissionID, j.Status)
-	}, OnPoll: func(j ray.Job) { pw.poll(wctx, j) }})
+	}, OnPoll: func(j ray.Job) {
+		pw.poll(wctx, j)
+		wl.tick("it is " + string(j.Status))
+	}})
 	r.fill(ctx, i, j)
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
@@ -289,6 +304,11 @@ func (r *runner) runJob(ctx context.Context, args []string, page string) (int, e
 // is an error with its last log lines.
 func (r *runner) poll(ctx context.Context, i int, cond func([]Event) (bool, error)) error {
 	id := r.rec.Jobs[i].SubmissionID
+	what := r.awaiting
+	if what == "" {
+		what = "job " + id + "'s log"
+	}
+	wl := r.waiting(ctx, what)
 	for {
 		logs, err := r.env.Ray.Logs(ctx, id)
 		if err != nil {
@@ -311,6 +331,7 @@ func (r *runner) poll(ctx context.Context, i int, cond func([]Event) (bool, erro
 			return clierr.Hintf("open "+r.rec.Jobs[i].URL+" for the whole log",
 				"job %s ended %s too early (%s); last log lines:\n%s", id, j.Status, j.Message, LastLines(logs, 50))
 		}
+		wl.tick("job " + id + " is " + string(j.Status))
 		if err := sleep(ctx, r.o.Poll); err != nil {
 			return err
 		}

@@ -15,6 +15,9 @@ import (
 )
 
 func TestOneWriterPerLabOnItsEngine(t *testing.T) {
+	old := lifecycle.LockSay
+	lifecycle.LockSay = 30 * time.Millisecond
+	defer func() { lifecycle.LockSay = old }()
 	dir := t.TempDir()
 	ctx := context.Background()
 	up := lifecycle.LockOptions{Dir: dir, Engine: "unix:///var/run/docker.sock", Project: "mltrain", Command: "mltrain up"}
@@ -50,8 +53,10 @@ func TestOneWriterPerLabOnItsEngine(t *testing.T) {
 		}
 		got <- err
 	}()
-	require.Eventually(t, func() bool { return len(rec.Events()) > 0 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return len(rec.Events()) >= 3 }, 5*time.Second, 20*time.Millisecond)
 	assert.Regexp(t, "^another `mltrain up` \\(pid \\d+\\) holds lab mltrain; waiting \\(Ctrl-C to stop\\)$", rec.Events()[0].Message)
+	assert.Regexp(t, "^still waiting for another `mltrain up` \\(pid \\d+\\) to release lab mltrain: \\d+s so far, no limit \\(Ctrl-C to stop\\)$", rec.Events()[2].Message,
+		"the wait says so again every LockSay")
 	require.NoError(t, first.Release())
 	require.NoError(t, <-got, "the waiting writer goes on once the first is done")
 }

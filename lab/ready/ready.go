@@ -46,9 +46,13 @@ func Wait(ctx context.Context, eng docker.Engine, project string, checks []Check
 	var mu sync.Mutex
 	lastErr := map[string]error{}
 	watchErr := make(chan error, 1)
+	// A container Docker restarts under its restart policy (a worker whose
+	// raylet gave up on a restarted head) is waited for, bounded and saying
+	// so, not reported as a fault.
+	restarts := &compose.Restarts{Say: func(l string) { progress.Say(rep, "ready", l) }}
 	go func() {
 		for {
-			if err := compose.Watch(ctx, eng, project); err != nil && ctx.Err() == nil {
+			if err := compose.Watch(ctx, eng, project, restarts); err != nil && ctx.Err() == nil {
 				watchErr <- err
 				cancel()
 				return
