@@ -58,10 +58,23 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
 
-// distResult is what one make dist wrote: dist/<tag>/ and its files.
+// distResult is what one make dist wrote: dist/<tag>/'s files. The build's
+// directory belongs to the first test that ran it and goes with it: later
+// tests write the files out again (distDir).
 type distResult struct {
-	dir, tag, version, commit string
-	files                     map[string][]byte
+	tag, version, commit string
+	files                map[string][]byte
+}
+
+// distDir writes d's files out as make dist laid them: DIR/<tag>/<file>.
+func distDir(t *testing.T, d distResult) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, d.tag), 0o755))
+	for name, b := range d.files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, d.tag, name), b, 0o644))
+	}
+	return dir
 }
 
 var (
@@ -116,14 +129,15 @@ func makeDist(t *testing.T) distResult {
 			return
 		}
 		tag := entries[0].Name()
-		distRes = distResult{dir: filepath.Join(src, "dist"), tag: tag, version: meta.Version, commit: commit, files: map[string][]byte{}}
-		files, err := os.ReadDir(filepath.Join(distRes.dir, tag))
+		distRes = distResult{tag: tag, version: meta.Version, commit: commit, files: map[string][]byte{}}
+		dir := filepath.Join(src, "dist", tag)
+		files, err := os.ReadDir(dir)
 		if err != nil {
 			distErr = err.Error()
 			return
 		}
 		for _, f := range files {
-			b, err := os.ReadFile(filepath.Join(distRes.dir, tag, f.Name()))
+			b, err := os.ReadFile(filepath.Join(dir, f.Name()))
 			if err != nil || f.IsDir() {
 				distErr = fmt.Sprintf("dist/%s/%s: a file: %v", tag, f.Name(), err)
 				return

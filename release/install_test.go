@@ -159,7 +159,7 @@ func TestInstallNeedsAVersion(t *testing.T) {
 func TestInstallFromDistServedAsIs(t *testing.T) {
 	dockertest.Engine(t) // a real-build test: -short skips it outside CI
 	d := makeDist(t)
-	srv := httptest.NewServer(http.FileServer(http.Dir(d.dir)))
+	srv := httptest.NewServer(http.FileServer(http.Dir(distDir(t, d))))
 	t.Cleanup(srv.Close)
 	dir := filepath.Join(t.TempDir(), "bin")
 	script := `curl -fsSL "$URL/$MLTRAIN_VERSION/install.sh" | sh`

@@ -29,7 +29,7 @@ func TestDebInstallsBinaryCompletionsAndManPages(t *testing.T) {
 	}
 	d := makeDist(t)
 	name := packageName(t, d, "deb", "amd64")
-	deb := filepath.Join(d.dir, d.tag, name)
+	deb := filepath.Join(distDir(t, d), d.tag, name)
 
 	h := sha256.Sum256(d.files[name])
 	assert.Contains(t, string(d.files["checksums.txt"]), hex.EncodeToString(h[:])+"  "+name+"\n", "checksums.txt covers the .deb")
