@@ -36,10 +36,14 @@ build:
 	@BIN='$(BIN)' GO='$(GO)' GO_IMAGE='$(GO_IMAGE)' GO_CACHE_VOLUME='$(GO_CACHE_VOLUME)' \
 		VERSION='$(VERSION)' COMMIT='$(COMMIT)' DATE='$(DATE)' sh scripts/build.sh
 
-# Release archives and checksums.txt of this checkout as a snapshot in dist/
-# (.goreleaser.yaml; a tag's release runs in .github/workflows/release.yml).
+# This checkout's release as a snapshot in dist/v<version>/: the archives,
+# .deb and .rpm packages (binary, completions, man pages), checksums.txt and
+# install.sh, laid out as the release URL is, so dist/ served as is is an
+# MLTRAIN_DOWNLOAD_URL (.goreleaser.yaml, scripts/dist.sh; GoReleaser works
+# in build/goreleaser; a tag's release runs in .github/workflows/release.yml).
 dist: $(GORELEASER)
 	$(GORELEASER) release --snapshot --clean
+	sh scripts/dist.sh build/goreleaser dist
 
 $(GORELEASER):
 	CGO_ENABLED=0 GOBIN=$(dir $@) GOFLAGS=-buildvcs=false GOTOOLCHAIN=local \
@@ -107,4 +111,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProperties -fuzztime 30s ./internal/gpu
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist build

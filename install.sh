@@ -3,6 +3,12 @@
 #
 #   curl -fsSL https://github.com/mltrain/mltrain/releases/download/v0.3.0/install.sh | MLTRAIN_VERSION=v0.3.0 sh
 #
+# A release is named by its tag, v<version> (v0.3.0; a snapshot of make dist:
+# v0.3.1-dev.<commit>), and every file of it is at <url>/<tag>/<file>: this
+# script, the archives mltrain_<version>_linux_<arch>.tar.gz, the .deb and
+# .rpm packages and checksums.txt. `make dist` writes dist/<tag>/, so dist/
+# served as is is such a <url>.
+#
 # MLTRAIN_VERSION       the release to install, e.g. v0.3.0 (required)
 # MLTRAIN_DOWNLOAD_URL  where releases are: <url>/<version>/<archive> and
 #                       <url>/<version>/checksums.txt (default: GitHub's)

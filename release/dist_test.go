@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -57,10 +58,23 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
 
-// distResult is what one make dist wrote.
+// distResult is what one make dist wrote: dist/<tag>/'s files. The build's
+// directory belongs to the first test that ran it and goes with it: later
+// tests write the files out again (distDir).
 type distResult struct {
-	dir, version, commit string
+	tag, version, commit string
 	files                map[string][]byte
+}
+
+// distDir writes d's files out as make dist laid them: DIR/<tag>/<file>.
+func distDir(t *testing.T, d distResult) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, d.tag), 0o755))
+	for name, b := range d.files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, d.tag, name), b, 0o644))
+	}
+	return dir
 }
 
 var (
@@ -100,19 +114,35 @@ func makeDist(t *testing.T) distResult {
 			return
 		}
 		var meta struct{ Version string }
-		b, err := os.ReadFile(filepath.Join(src, "dist", "metadata.json"))
+		b, err := os.ReadFile(filepath.Join(src, "build", "goreleaser", "metadata.json"))
 		if err == nil {
 			err = json.Unmarshal(b, &meta)
 		}
 		if err != nil {
-			distErr = "dist/metadata.json: " + err.Error()
+			distErr = "GoReleaser's metadata.json: " + err.Error()
 			return
 		}
-		distRes = distResult{dir: filepath.Join(src, "dist"), version: meta.Version, commit: commit, files: map[string][]byte{}}
-		for _, name := range []string{"checksums.txt", archiveName(meta.Version, "amd64"), archiveName(meta.Version, "arm64")} {
-			if b, err := os.ReadFile(filepath.Join(distRes.dir, name)); err == nil {
-				distRes.files[name] = b
+		// dist/ holds exactly the release's folder, named by its tag.
+		entries, err := os.ReadDir(filepath.Join(src, "dist"))
+		if err != nil || len(entries) != 1 || entries[0].Name() != "v"+meta.Version || !entries[0].IsDir() {
+			distErr = fmt.Sprintf("dist/ should hold only v%s/: %v %v", meta.Version, entries, err)
+			return
+		}
+		tag := entries[0].Name()
+		distRes = distResult{tag: tag, version: meta.Version, commit: commit, files: map[string][]byte{}}
+		dir := filepath.Join(src, "dist", tag)
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			distErr = err.Error()
+			return
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+			if err != nil || f.IsDir() {
+				distErr = fmt.Sprintf("dist/%s/%s: a file: %v", tag, f.Name(), err)
+				return
 			}
+			distRes.files[f.Name()] = b
 		}
 	})
 	if distErr != "" {
@@ -148,14 +178,12 @@ func TestMakeDistWritesChecksummedArchives(t *testing.T) {
 	if crossCC() {
 		arches = append(arches, "arm64")
 	}
-	var want []string
+	want := []string{"install.sh"}
 	for _, arch := range arches {
 		name := archiveName(d.version, arch)
-		want = append(want, name)
+		want = append(want, name, packageName(t, d, "deb", arch), packageName(t, d, "rpm", arch))
 		b, ok := d.files[name]
-		require.True(t, ok, "dist/%s", name)
-		h := sha256.Sum256(b)
-		assert.Equal(t, hex.EncodeToString(h[:]), sums[name], "checksums.txt's sha256 of %s", name)
+		require.True(t, ok, "dist/%s/%s", d.tag, name)
 
 		files := untar(t, b)
 		assert.ElementsMatch(t, []string{"mltrain", "README.md", "LICENSE"}, keys(files), name)
@@ -171,8 +199,30 @@ func TestMakeDistWritesChecksummedArchives(t *testing.T) {
 			checkRelease(t, bin, d)
 		}
 	}
+	for _, name := range want {
+		require.Contains(t, d.files, name, "dist/%s/", d.tag)
+		h := sha256.Sum256(d.files[name])
+		assert.Equal(t, hex.EncodeToString(h[:]), sums[name], "checksums.txt's sha256 of %s", name)
+	}
 	sort.Strings(want)
-	assert.Equal(t, want, keys(sums), "checksums.txt covers the archives")
+	assert.Equal(t, want, keys(sums), "checksums.txt covers the archives, the packages and install.sh")
+	assert.ElementsMatch(t, append(want, "checksums.txt"), keys(d.files), "dist/%s/ holds the release and nothing else", d.tag)
+}
+
+// packageName is the one .deb or .rpm in dist/<tag>/ for arch, named the
+// packager's own way (mltrain_<v>_amd64.deb, mltrain-<v>-1.x86_64.rpm).
+func packageName(t *testing.T, d distResult, format, arch string) string {
+	t.Helper()
+	suffix := map[string]string{"deb/amd64": "_amd64.deb", "deb/arm64": "_arm64.deb",
+		"rpm/amd64": ".x86_64.rpm", "rpm/arm64": ".aarch64.rpm"}[format+"/"+arch]
+	var found []string
+	for name := range d.files {
+		if strings.HasPrefix(name, "mltrain") && strings.HasSuffix(name, suffix) {
+			found = append(found, name)
+		}
+	}
+	require.Len(t, found, 1, "one %s package for %s in dist/%s/: %v", format, arch, d.tag, keys(d.files))
+	return found[0]
 }
 
 // checkRelease runs the archive's binary: it names the snapshot's version

@@ -152,3 +152,23 @@ func TestInstallNeedsAVersion(t *testing.T) {
 	assert.Contains(t, out, "set MLTRAIN_VERSION")
 	assertNothingInstalled(t, dir)
 }
+
+// make dist's dist/ served as is (a plain static file server, as
+// `python3 -m http.server -d dist` or nginx would) is a download URL: the
+// installer fetched from it installs from it, as README's Install says.
+func TestInstallFromDistServedAsIs(t *testing.T) {
+	dockertest.Engine(t) // a real-build test: -short skips it outside CI
+	d := makeDist(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(distDir(t, d))))
+	t.Cleanup(srv.Close)
+	dir := filepath.Join(t.TempDir(), "bin")
+	script := `curl -fsSL "$URL/$MLTRAIN_VERSION/install.sh" | sh`
+	out, err := runIn(t, t.TempDir(), []string{"URL=" + srv.URL, "MLTRAIN_VERSION=" + d.tag,
+		"MLTRAIN_DOWNLOAD_URL=" + srv.URL, "MLTRAIN_INSTALL_DIR=" + dir}, "sh", "-c", script)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "downloading mltrain "+d.tag+" (amd64) from "+srv.URL+"/"+d.tag)
+	assert.Contains(t, out, "installed "+filepath.Join(dir, "mltrain"))
+	got, err := exec.Command(filepath.Join(dir, "mltrain"), "version", "--json").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(got), `"version": "`+d.version+`"`)
+}

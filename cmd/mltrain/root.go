@@ -74,7 +74,7 @@ and verifies them.`,
 		a.renderCmd(), a.buildCmd(), a.imagesCmd(),
 		a.upCmd(), a.downCmd(), a.statusCmd(), a.logsCmd(), a.workerCmd(), a.credentialsCmd(), a.joinTokenCmd(), a.joinCmd(),
 		a.dataCmd(), a.labCmd(), a.verifyCmd(), a.fleetCmd(), a.leaseCmd(),
-		a.backupCmd(), a.restoreCmd(),
+		a.backupCmd(), a.restoreCmd(), a.genDocsCmd(),
 	)
 	// cobra adds 'completion' when it executes; add it now so its mistakes
 	// are usage errors too.
