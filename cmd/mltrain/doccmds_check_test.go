@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -201,6 +202,9 @@ func checkPython(words []string) error {
 		}
 		return nil
 	}
+	if len(words) == 6 && words[1] == "-m" && words[2] == "http.server" && words[3] == "-d" && words[4] == "dist" {
+		return nil // the standard library's file server on dist/, as release's TestInstallFromDistServedAsIs serves it
+	}
 	if len(words) >= 2 && words[1] == "train.py" {
 		return checkTrainPy(words[2:])
 	}
@@ -285,10 +289,19 @@ func labServiceNames() []string {
 // installURL is how the pages fetch a file of this repository.
 var installURL = regexp.MustCompile(`^https://raw\.githubusercontent\.com/mltrain/mltrain/main/(.+)$`)
 
-// checkCurl: a URL of this repository names a file it has; any other is
-// one of the lab's (<host> and a port of the lab), run on the stand-in.
+// releaseURL is how the pages fetch a released file: install.sh's own
+// download URL, or a mirror of dist/ (<url>/<version>/<file>).
+var releaseURL = regexp.MustCompile(`^(https://github\.com/mltrain/mltrain/releases/download|http://HOST:8000)/(v[^/]+)/(install\.sh)$`)
+
+// checkCurl: a URL of this repository names a file it has; a release URL
+// is the one install.sh itself names (a mirror of dist/ is installed from
+// by release's TestInstallFromDistServedAsIs); any other is one of the
+// lab's (<host> and a port of the lab), run on the stand-in.
 func checkCurl(words []string) error {
 	for _, w := range words[1:] {
+		if m := releaseURL.FindStringSubmatch(w); m != nil {
+			return checkReleaseURL(w, m[1], m[2])
+		}
 		if m := installURL.FindStringSubmatch(w); m != nil {
 			if _, err := os.Stat("../../" + m[1]); err != nil {
 				return fmt.Errorf("curl %s: the repository has no %s", w, m[1])
@@ -303,6 +316,41 @@ func checkCurl(words []string) error {
 		}
 	}
 	return errors.New("curl: no URL")
+}
+
+// checkReleaseURL: GitHub's URL is install.sh's default download URL, at
+// the version its header installs; the mirror's is dist/'s layout, which
+// release's TestInstallFromDistServedAsIs installs from.
+func checkReleaseURL(w, base, version string) error {
+	b, err := os.ReadFile("../../install.sh")
+	if err != nil {
+		return fmt.Errorf("curl %s: %w", w, err)
+	}
+	script := string(b)
+	if base == "http://HOST:8000" {
+		if !releaseTestDefined("TestInstallFromDistServedAsIs") {
+			return fmt.Errorf("curl %s: no test installs from dist/ served as is", w)
+		}
+		return nil
+	}
+	if !strings.Contains(script, "MLTRAIN_DOWNLOAD_URL:-"+base+"}") {
+		return fmt.Errorf("curl %s: install.sh downloads from elsewhere by default", w)
+	}
+	if !strings.Contains(script, "# "+"  curl -fsSL "+w) {
+		return fmt.Errorf("curl %s: install.sh's header names another version than %s", w, version)
+	}
+	return nil
+}
+
+// releaseTestDefined: release's tests have a test function named name.
+func releaseTestDefined(name string) bool {
+	files, _ := filepath.Glob("../../release/*_test.go")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "\nfunc "+name+"(t *testing.T)") {
+			return true
+		}
+	}
+	return false
 }
 
 // labPortName is the name of the lab port a URL at <host> uses.

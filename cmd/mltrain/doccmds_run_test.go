@@ -49,6 +49,8 @@ var runElsewhere = map[string]string{
 	"mltrain join": "TestStudentLabOverTwoHosts", "mltrain fleet": "TestFleetVerifyOverSSH",
 	"mltrain images": "TestImagesSaveThenLoadThroughTheCLI", "mltrain build": "TestBuildPullNeverNamesTheMissingBases",
 	"mltrain render": "TestRenderForAnotherHost",
+	"mltrain backup": "TestBackupSurvivesDownVolumesAndAFreshUp", "mltrain restore": "TestBackupSurvivesDownVolumesAndAFreshUp",
+	"mltrain lease": "TestTheLeaseSurvivesReUpsOnTheStandinLab",
 }
 
 // testDefined: a test function of this package is named name.

@@ -220,6 +220,8 @@ const plantedDoc = "# A page\n\nRun `mltrain lab nosuch` first, then `mltrain st
 	"docker stop not-a-lab-container\nmake nosuch-target\n" +
 	"python -c 'import ray; ray.init(); print(ray.nodes())'\n" +
 	"curl -fsS http://example.com/x\n" +
+	"curl -fsSL https://github.com/mltrain/mltrain/releases/download/v0.0.9/install.sh | sh\n" +
+	"python3 -m http.server -d build 8000\n" +
 	"curl -fsSL https://raw.githubusercontent.com/mltrain/mltrain/main/nosuch.sh | sh\n" +
 	"curl -fsS http://<host>:3000/api/health\n" +
 	"mltrain lab guide\n```\n\n| a | `mltrain logs [SERVICE] [-f\\|--nosuch]` |\n"
@@ -246,6 +248,8 @@ func TestAPlantedWrongCommandFailsTheCheck(t *testing.T) {
 		"make nosuch-target",
 		"python -c import ray; ray.init(); print(ray.nodes())",
 		"curl -fsS http://example.com/x",
+		"curl -fsSL https://github.com/mltrain/mltrain/releases/download/v0.0.9/install.sh",
+		"python3 -m http.server -d build 8000",
 		"curl -fsSL https://raw.githubusercontent.com/mltrain/mltrain/main/nosuch.sh",
 		"mltrain logs --nosuch",
 		"mltrain logs ray-head --nosuch",
