@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -64,6 +66,15 @@ func TestBackupSurvivesDownVolumesAndAFreshUp(t *testing.T) {
 		_, err := mc.PutObject(ctx, "ray", k, bytes.NewReader(v), int64(len(v)), minio.PutObjectOptions{})
 		require.NoError(t, err)
 	}
+	// A Ray Train run of the lab's own: the stand-in's Train writes its
+	// checkpoints and Train V2's snapshot to MinIO; its name is the job's
+	// submission id.
+	stdout, stderr, code := runBin(t, binRun{args: append([]string{"lab", "multi", "--quick", "--fake-data"}, s.lab()...), env: s.env})
+	require.Equal(t, 0, code, "lab multi: %s%s", stdout, stderr)
+	m := regexp.MustCompile(`submitted (mltrain-multi-\S+):`).FindStringSubmatch(stdout + stderr)
+	require.NotNil(t, m, "lab multi names its job: %s%s", stdout, stderr)
+	run := m[1]
+
 	ws := filepath.Join(s.stateDir, "workspace")
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "mine.py"), []byte("print('my work')\n"), 0o644))
 	objects := bucketObjects(t, mc)
@@ -81,12 +92,18 @@ func TestBackupSurvivesDownVolumesAndAFreshUp(t *testing.T) {
 	mc = labBucket(t, s.stateDir)
 	require.NotEqual(t, objects, bucketObjects(t, mc), "the fresh lab starts without the checkpoints")
 
-	stdout, stderr, code := runBin(t, binRun{args: append([]string{"restore", dest}, s.lab()...), env: s.env})
+	stdout, stderr, code = runBin(t, binRun{args: append([]string{"restore", dest}, s.lab()...), env: s.env})
 	require.Equal(t, 0, code, "restore: %s", stderr)
-	assert.Contains(t, stdout, "Restored 2 objects")
+	assert.Contains(t, stdout, fmt.Sprintf("Restored %d objects", len(objects)))
 	assert.Equal(t, objects, bucketObjects(t, mc))
 	assert.Equal(t, work, fileContents(t, ws))
 	assert.Contains(t, work, "mine.py")
+
+	// The run goes on from its restored checkpoint: Ray Train reloads its
+	// snapshot and hands the latest checkpoint to the new worker group.
+	stdout, stderr, code = runBin(t, binRun{args: append([]string{"lab", "multi", "--quick", "--fake-data", "--resume", run}, s.lab()...), env: s.env})
+	require.Equal(t, 0, code, "lab multi --resume: %s%s", stdout, stderr)
+	assert.Regexp(t, "run "+run+" resumed from checkpoint_epoch_0+1 \\(epoch 1\\)", stdout+stderr)
 }
 
 // fileContents is every file under dir, relative path -> content.

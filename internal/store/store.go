@@ -206,3 +206,15 @@ func (c *Client) Latest(ctx context.Context, bucket, prefix string) (Checkpoint,
 	}
 	return cps[len(cps)-1], true, nil
 }
+
+// Exists says whether bucket holds an object at key.
+func (c *Client) Exists(ctx context.Context, bucket, key string) (bool, error) {
+	_, err := c.mc.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
+	if err == nil {
+		return true, nil
+	}
+	if r := minio.ToErrorResponse(err); r.Code == "NoSuchKey" || r.StatusCode == 404 {
+		return false, nil
+	}
+	return false, c.wrap("stat "+bucket+"/"+key, err)
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,22 +63,40 @@ func (f *fixture) useRay(cfg raymodel.Config, nodes ...raymodel.NodeSpec) {
 	cfg.Now = f.clock.Now
 	f.ray = raytest.NewModel(f.t, cfg, "", nodes...)
 	f.ray.Tick(f.clock, tick)
-	f.ray.Storage = s3Storage{f.s3}
+	f.ray.Storage = s3Storage{s: f.s3, data: &sync.Map{}}
 	rc, err := ray.New(ray.Options{Address: f.ray.URL})
 	require.NoError(f.t, err)
 	f.env.Ray = rc
 }
 
-// s3Storage is the S3 double as the storage Ray Train writes checkpoints to.
-type s3Storage struct{ s *storetest.Server }
+// s3Storage is the S3 double as the storage Ray Train writes checkpoints
+// to; the double keeps sizes only, so the bytes a run reads back (its
+// snapshot) are kept beside it.
+type s3Storage struct {
+	s    *storetest.Server
+	data *sync.Map
+}
 
 func (s s3Storage) Put(bucket, key string, data []byte) error {
 	s.s.Put(bucket, key, int64(len(data)), time.Now())
+	s.data.Store(bucket+"/"+key, data)
 	return nil
+}
+
+func (s s3Storage) Get(bucket, key string) ([]byte, bool, error) {
+	if !slices.Contains(s.s.Keys(bucket, key), key) {
+		return nil, false, nil
+	}
+	d, ok := s.data.Load(bucket + "/" + key)
+	if !ok {
+		return nil, false, fmt.Errorf("s3://%s/%s: put by the test without its bytes", bucket, key)
+	}
+	return d.([]byte), true, nil
 }
 
 func (s s3Storage) Delete(bucket, key string) error {
 	s.s.Delete(bucket, key)
+	s.data.Delete(bucket + "/" + key)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mltrain/mltrain/internal/clierr"
+	"github.com/mltrain/mltrain/internal/ray"
 )
 
 // Resumable is the exercise that --resume continues: the one Ray Train run
@@ -30,9 +31,20 @@ func checkResume(ctx context.Context, env Env, name, run string) error {
 	if err != nil {
 		return err
 	}
+	restore := "restore the backup that holds it ('" + env.Commands.Line("restore", "SRC") + "'), or pick a run that has checkpoints (the MinIO console's bucket " + env.Bucket + ")"
 	if len(cps) == 0 {
-		return clierr.Hintf("restore the backup that holds it ('"+env.Commands.Line("restore", "SRC")+"'), or pick a run that has checkpoints ('mc ls' of s3://"+env.Bucket+")",
-			"run %q has no checkpoint in s3://%s/%s/: nothing to resume", run, env.Bucket, run)
+		return clierr.Hintf(restore, "run %q has no checkpoint in s3://%s/%s/: nothing to resume", run, env.Bucket, run)
+	}
+	// Ray Train V2 resumes from the run's snapshot, never from a listing of
+	// its folders (checkpoint_manager.py _maybe_load_state_from_storage):
+	// without it the run would start again from scratch.
+	snap, err := env.Store.Exists(ctx, env.Bucket, run+"/"+ray.TrainSnapshotFile)
+	if err != nil {
+		return err
+	}
+	if !snap {
+		return clierr.Hintf(restore, "run %q has checkpoints but no %s in s3://%s/%s/: Ray Train would start it from scratch",
+			run, ray.TrainSnapshotFile, env.Bucket, run)
 	}
 	return nil
 }

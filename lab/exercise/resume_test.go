@@ -22,10 +22,19 @@ func TestMultiResumesARestoredRunByName(t *testing.T) {
 	f.ray.Run = trainPy.Program
 	const run = "food11-ray-restored"
 	f.s3.Put("ray", run+"/checkpoint_2026-11-29_05-00-00.000001/checkpoint.ckpt", 1<<20, time.Now().Add(-time.Hour))
-	before := len(f.s3.Keys("ray", run+"/"))
 	f.opts.Resume = run
+	_, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
+	require.Error(t, err, "checkpoint folders without Train V2's snapshot: Ray would start from scratch")
+	assert.Contains(t, err.Error(), "no checkpoint_manager_snapshot.json in s3://ray/"+run+"/")
+	assert.Empty(t, f.ray.Jobs(), "nothing was submitted")
+
+	snapshot := `{"version":0,"checkpoint_results":[{"version":0,"checkpoint_dir_name":"checkpoint_epoch_000000","metrics":{}}],` +
+		`"latest_checkpoint_result":{"version":0,"checkpoint_dir_name":"checkpoint_epoch_000000","metrics":{}}}`
+	require.NoError(t, f.ray.Storage.Put("ray", run+"/checkpoint_manager_snapshot.json", []byte(snapshot)))
+	before := len(f.s3.Keys("ray", run+"/"))
 	rec, err := exercise.Run(context.Background(), f.env, "multi", f.opts)
 	require.NoError(t, err)
+	assert.Contains(t, rec.Observed, "run "+run+" resumed from checkpoint_epoch_000000 (epoch 0)")
 	job, _ := f.ray.Job(rec.Jobs[0].SubmissionID)
 	assert.Contains(t, job.Request.Entrypoint, "--run-name "+run)
 	assert.NotContains(t, job.Request.Entrypoint, "--run-name "+rec.Jobs[0].SubmissionID)

@@ -184,6 +184,13 @@ func (r *trainRun) Step(d *Driver) (bool, int) {
 			id, ip := d.AttachedNode()
 			d.Log(event("", "driver", now, map[string]any{"mode": r.a.mode, "run": r.a.run, "node_id": id, "node_ip": ip}))
 		}
+		if r.a.mode != "plain" {
+			if err := r.loadSnapshot(d); err != nil {
+				d.Log(ResultMarker + " " + mustJSON(map[string]any{"mode": "ray", "run": r.a.run, "ok": false,
+					"error": "CheckpointManagerInitializationError: " + err.Error(), "fit_seconds": 0}) + "\n")
+				return true, 1
+			}
+		}
 	}
 	if r.a.mode == "plain" {
 		return r.stepPlain(d)
@@ -254,7 +261,7 @@ func (r *trainRun) place(d *Driver) bool {
 	r.epoch = 0
 	from := -1
 	if n := len(r.registered); n > 0 {
-		from = r.registered[n-1].epoch
+		from = r.registered[n-1].epoch // a reloaded snapshot's latest, too
 	}
 	if r.t.ResumeFrom != nil && r.failures > 0 {
 		from = r.t.ResumeFrom(from)
@@ -297,14 +304,18 @@ func (r *trainRun) register(d *Driver) {
 		d.Log(event(r.group[0].NodeIP, "checkpoint", cp.at, map[string]any{"mode": "ray", "run": r.a.run, "rank": 0,
 			"epoch": cp.epoch, "checkpoint": r.path(cp.name), "name": cp.name, "node_ip": r.group[0].NodeIP, "registered": true}))
 	}
-	if r.a.keep <= 0 {
-		return
+	var drop []*ckpt
+	for i := 0; r.a.keep > 0 && i < len(r.registered)-r.a.keep; i++ {
+		if c := &r.registered[i]; !c.deleted {
+			c.deleted = true // the bookkeeping first, then the snapshot, then the deletes (as Ray)
+			drop = append(drop, c)
+		}
 	}
-	for i := 0; i < len(r.registered)-r.a.keep; i++ {
-		if c := &r.registered[i]; !c.deleted && d.Storage() != nil {
-			_ = d.Storage().Delete(r.a.bucket(), r.a.run+"/"+c.name+"/checkpoint.ckpt")
-			_ = d.Storage().Delete(r.a.bucket(), r.a.run+"/"+c.name+"/mltrain.json")
-			c.deleted = true
+	r.writeSnapshot(d, cp)
+	for _, c := range drop {
+		if s := d.Storage(); s != nil {
+			_ = s.Delete(r.a.bucket(), r.a.run+"/"+c.name+"/checkpoint.ckpt")
+			_ = s.Delete(r.a.bucket(), r.a.run+"/"+c.name+"/mltrain.json")
 		}
 	}
 }

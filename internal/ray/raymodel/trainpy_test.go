@@ -19,16 +19,25 @@ import (
 type bucket struct {
 	mu   sync.Mutex
 	objs map[string]bool
+	data map[string][]byte
 }
 
-func (b *bucket) Put(bkt, key string, _ []byte) error {
+func (b *bucket) Put(bkt, key string, data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.objs == nil {
-		b.objs = map[string]bool{}
+		b.objs, b.data = map[string]bool{}, map[string][]byte{}
 	}
 	b.objs[bkt+"/"+key] = true
+	b.data[bkt+"/"+key] = data
 	return nil
+}
+
+func (b *bucket) Get(bkt, key string) ([]byte, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, ok := b.data[bkt+"/"+key]
+	return d, ok, nil
 }
 
 func (b *bucket) Delete(bkt, key string) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -93,6 +94,25 @@ func (s s3) Put(bucket, key string, data []byte) error {
 		return fmt.Errorf("put s3://%s/%s: %w", bucket, strings.TrimPrefix(key, "/"), err)
 	}
 	return nil
+}
+
+// Get reads a run's snapshot back, as Ray Train V2 does on a run's start.
+func (s s3) Get(bucket, key string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	obj, err := s.mc.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
+	}
+	defer obj.Close()
+	b, err := io.ReadAll(obj)
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
+	}
+	return b, true, nil
 }
 
 func (s s3) Delete(bucket, key string) error {
