@@ -92,8 +92,14 @@ func (r *runner) endOpenJobs(ctx context.Context) string {
 		}
 		var obs InfeasibleObs
 		if _, err := r.endUnplaced(ctx, j, &obs); err != nil {
-			said = append(said, fmt.Sprintf("job %s is still %s in Ray: end it with 'ray job stop %s --address %s' (%v)",
-				jr.SubmissionID, j.Status, jr.SubmissionID, r.env.Ray.Address(), err))
+			how := fmt.Sprintf("with 'ray job stop %s --address %s'", jr.SubmissionID, r.env.Ray.Address())
+			if j.Status == ray.Pending {
+				// A supervisor Ray never placed may outlive 'ray job stop'
+				// (the ledger's job_manager.py rows); killing it always ends the job.
+				how = fmt.Sprintf("by killing its supervisor actor %s on the dashboard's Actors page (%s/#/actors)",
+					ray.SupervisorActorName(jr.SubmissionID), r.env.Ray.Address())
+			}
+			said = append(said, fmt.Sprintf("job %s is still %s in Ray: end it %s (%v)", jr.SubmissionID, j.Status, how, err))
 			continue
 		}
 		said = append(said, fmt.Sprintf("job %s was %s in Ray: ended it by %s", jr.SubmissionID, j.Status, obs.EndedBy))
