@@ -153,6 +153,8 @@ func (l Lab) destination(p string) (string, string) {
 		return filepath.Join(l.Workspace, filepath.FromSlash(rest)), "file"
 	case RecordsDir:
 		return filepath.Join(l.StateDir.File(state.RecordsDir), filepath.FromSlash(rest)), "file"
+	case ReportsDir:
+		return filepath.Join(l.StateDir.File(state.ReportsDir), filepath.FromSlash(rest)), "file"
 	}
 	return "", ""
 }
