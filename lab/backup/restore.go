@@ -48,7 +48,7 @@ func Restore(ctx context.Context, l Lab, src Target, o Options) (Restored, error
 	if src.File != "" {
 		m, err = verifyArchive(ctx, src.File, o)
 	} else {
-		if r, err = openRemote(); err == nil {
+		if r, err = openRemote(o.S3); err == nil {
 			m, err = verifyS3(ctx, r, src, o)
 		}
 	}
