@@ -21,12 +21,12 @@ import (
 
 func TestHostDirIsALabelOrAnAddress(t *testing.T) {
 	for h, want := range map[Host]string{
-		{Address: "10.0.0.1", Label: "ada"}:                 "ada",
-		{Address: "10.0.0.1", Label: "linus torvalds"}:      "linus-torvalds",
-		{Address: "10.0.0.1", Label: "a/../b"}:              "a-..-b",
-		{Address: "10.0.0.1", Label: ".."}:                  "--",
-		{Address: "10.0.0.1"}:                               "10.0.0.1",
-		{Address: "fe80::1", Label: "grâce"}:                "gr-ce",
+		{Address: "10.0.0.1", Label: "ada"}:                "ada",
+		{Address: "10.0.0.1", Label: "linus torvalds"}:     "linus-torvalds",
+		{Address: "10.0.0.1", Label: "a/../b"}:             "a-..-b",
+		{Address: "10.0.0.1", Label: ".."}:                 "--",
+		{Address: "10.0.0.1"}:                              "10.0.0.1",
+		{Address: "fe80::1", Label: "grâce"}:               "gr-ce",
 		{Address: "node-7.example.org", Label: "#7 (tue)"}: "-7--tue-",
 	} {
 		assert.Equal(t, want, HostDir(h), "%+v", h)
