@@ -152,4 +152,14 @@ cat > ` + seen + `/stdin.$$; printf '%s\n' "$@" > ` + seen + `/args.$$; env > ` 
 	assert.Regexp(t, `(?m)^dennis\s+unreachable\s+-\s+-\s+-\s+s3://course/2026-11-29/dennis/$`, out)
 	assert.Contains(t, out, "5 hosts in")
 	assert.Contains(t, out, "1 passed, 1 failed, 1 unreachable, 1 no-mltrain, 1 no-lab: NOT every host is backed up")
+
+	// fleet verify's page, in backup's words: each host's state and what
+	// its backup wrote or why it did not.
+	var page strings.Builder
+	require.NoError(t, rep.WriteHTML(&page))
+	assert.Contains(t, page.String(), "<title>mltrain fleet backup to s3://course/2026-11-29/</title>")
+	assert.Contains(t, page.String(), "Not every node is backed up")
+	assert.Contains(t, page.String(), "3 files (2.0 KiB) in s3://course/2026-11-29/ada-lovelace/")
+	assert.Contains(t, page.String(), "unknown flag: --s3-env-stdin")
+	assert.NotContains(t, page.String(), secret)
 }
