@@ -1,7 +1,8 @@
-// Package fleet is the instructor's check of a whole course section
-// (`mltrain fleet verify`): over SSH it runs `mltrain verify --json` on every
-// student's node, in parallel, and merges the answers into one report in
-// which each host ends in exactly one state.
+// Package fleet is the instructor's view of a whole course section: over
+// SSH it runs `mltrain verify --json` (`mltrain fleet verify`) or `mltrain
+// backup` to the course's S3 (`mltrain fleet backup`) on every student's
+// node, in parallel, and merges the answers into one report in which each
+// host ends in exactly one state.
 package fleet
 
 import (
