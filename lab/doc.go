@@ -11,8 +11,9 @@
 //   - lab/nextstep: Commands, the one writer of the command lines hints name;
 //   - lab/status: the running lab read back from the engine and Ray;
 //   - lab/lifecycle: bringing it up, joining, taking down, workers, logs;
-//   - lab/exercise, lab/verify, lab/fleet: what runs on a lab and judges it;
-//   - lab/backup: the lab's bucket, workspace and records saved and restored.
+//   - lab/exercise, lab/verify: what runs on a lab and judges it;
+//   - lab/backup: the lab's bucket, workspace and records saved and restored;
+//   - lab/fleet: verify and backup on many students' hosts over SSH.
 //
 // docs/packages.md is the map, kept true by internal/arch's test.
 package lab

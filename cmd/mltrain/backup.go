@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/lab/backup"
+	"github.com/mltrain/mltrain/lab/verify"
 )
 
 func (a *app) backupCmd() *cobra.Command {
@@ -28,19 +30,32 @@ is written last. See docs/BACKUP.md.`,
 		Example: "  mltrain backup lab-2026-11-29.tar.gz\n  mltrain backup s3://course-backups/alice",
 		Args:    cobra.ExactArgs(1),
 	}
+	var s3Stdin bool
+	cmd.Flags().BoolVar(&s3Stdin, "s3-env-stdin", false, "read the S3 settings as KEY=VALUE lines (only "+strings.Join(backup.S3EnvKeys, ", ")+
+		") from stdin, not from the environment: how 'mltrain fleet backup' passes its keys")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		dest, err := backup.ParseTarget(args[0])
 		if err != nil {
 			return clierr.Usage(err, cmd.CommandPath())
 		}
-		l, err := backup.Open(a.StateDir())
-		if err != nil {
-			return err
+		o := backup.Options{}
+		if s3Stdin {
+			if dest.File != "" {
+				return clierr.Usage(fmt.Errorf("--s3-env-stdin reads S3 settings, but %s is a file", args[0]), cmd.CommandPath())
+			}
+			s, err := backup.ReadS3Env(cmd.InOrStdin())
+			if err != nil {
+				return clierr.Usage(err, cmd.CommandPath())
+			}
+			o.S3 = &s
 		}
-		rep, done := a.reporter()
-		res, err := backup.Backup(cmd.Context(), l, dest, backup.Options{Reporter: rep})
-		done()
+		res, err := a.backup(cmd, dest, o)
 		if err != nil {
+			if a.json {
+				// As verify --json: a tool ('mltrain fleet backup') reads
+				// stdout, and an object says why there is no result.
+				_ = printJSON(a.out, verify.NewFailure(err, a.commands(cmd, nil).Hint(err)))
+			}
 			return err
 		}
 		if a.json {
@@ -54,4 +69,15 @@ is written last. See docs/BACKUP.md.`,
 		return nil
 	}
 	return cmd
+}
+
+func (a *app) backup(cmd *cobra.Command, dest backup.Target, o backup.Options) (backup.Result, error) {
+	l, err := backup.Open(a.StateDir())
+	if err != nil {
+		return backup.Result{}, err
+	}
+	rep, done := a.reporter()
+	defer done()
+	o.Reporter = rep
+	return backup.Backup(cmd.Context(), l, dest, o)
 }

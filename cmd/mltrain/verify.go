@@ -83,6 +83,11 @@ func (a *app) verify(cmd *cobra.Command, o verifyRun) (printed bool, err error) 
 		return false, err
 	}
 	rep := verify.Run(cmd.Context(), deps, verify.Options{Only: groups, Timeout: o.timeout, DataFull: o.dataFull, Commands: a.lab()})
+	// Kept for 'mltrain backup'; a state dir verify may only read (a
+	// read-only copy) loses the copy, not the report.
+	if err := verify.Save(a.StateDir(), rep); err != nil {
+		fmt.Fprintf(a.errOut, "Warning: the report is not kept for 'mltrain backup': %v\n", err)
+	}
 	if a.json {
 		err = printJSON(a.out, rep)
 	} else {

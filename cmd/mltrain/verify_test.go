@@ -91,6 +91,18 @@ func TestVerifyALabThatIsDown(t *testing.T) {
 	}
 	assert.Less(t, rep.Seconds, 10.0, "a lab that is down is reported quickly")
 
+	// The report is kept in the state dir, as --json printed it, for
+	// 'mltrain backup'; 0600, no secret in it.
+	kept, err := os.ReadFile(state.Dir(dir).File(state.VerifyReportFile))
+	require.NoError(t, err)
+	assert.Equal(t, out, string(kept))
+	info, err := os.Stat(state.Dir(dir).File(state.VerifyReportFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	for _, secret := range creds.Secrets() {
+		assert.NotContains(t, string(kept), secret)
+	}
+
 	b, err := os.ReadFile(junit)
 	require.NoError(t, err)
 	var suites struct {

@@ -30,6 +30,8 @@ type Options struct {
 	// Force lets a restore overwrite workspace files and records newer
 	// than the backup's.
 	Force bool
+	// S3 are the S3 settings; nil: ResolveS3's, from the environment.
+	S3 *S3Settings
 }
 
 func (o Options) workers() int {
@@ -85,7 +87,7 @@ func Backup(ctx context.Context, l Lab, dest Target, o Options) (Result, error) 
 // already lists it with the same size and sha256, then writes the new
 // manifest last: a backup cut short leaves the old manifest (or none).
 func writeS3(ctx context.Context, dest Target, items []item, m Manifest, o Options) (Manifest, int, int64, error) {
-	r, err := openRemote()
+	r, err := openRemote(o.S3)
 	if err != nil {
 		return Manifest{}, 0, 0, err
 	}

@@ -41,7 +41,11 @@ func newLab(t *testing.T) testLab {
 // secret is a credential of the lab, written where a careless backup would take it.
 const secret = "SECRETs3cr3tLABTOKEN0123456789"
 
-// fill gives the lab checkpoints, a workspace, records and a plan.
+// verifyReport is what 'mltrain verify' keeps in the state dir.
+const verifyReport = `{"project": "mltrain", "ok": true, "checks": [{"id": "host.gpus", "status": "pass"}]}` + "\n"
+
+// fill gives the lab checkpoints, a workspace, records, a verify report
+// and a plan.
 func (l *testLab) fill(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -62,6 +66,7 @@ func (l *testLab) fill(t *testing.T) {
 	write(t, filepath.Join(l.Workspace, "notes", "a.ipynb"), `{"cells": []}`)
 	write(t, filepath.Join(l.Workspace, "leak.env"), "AWS_SECRET_ACCESS_KEY="+secret+"\n")
 	write(t, l.StateDir.File(state.RecordFile("fault")), `{"exercise": "fault"}`)
+	write(t, l.StateDir.File(state.VerifyReportFile), verifyReport)
 	write(t, l.StateDir.File(state.StateFile), `{"project": "mltrain", "note": "`+secret+`"}`)
 	write(t, l.StateDir.File(state.CredentialsFile), `{"ray_auth_token": "`+secret+`"}`)
 }
@@ -114,6 +119,7 @@ func assertSame(t *testing.T, from, to testLab) {
 	delete(ws, "leak.env")
 	assert.Equal(t, ws, files(t, to.Workspace))
 	assert.Equal(t, files(t, from.StateDir.File(state.RecordsDir)), files(t, to.StateDir.File(state.RecordsDir)))
+	assert.Equal(t, files(t, from.StateDir.File(state.ReportsDir)), files(t, to.StateDir.File(state.ReportsDir)))
 	_, err := os.Stat(to.StateDir.File(state.CredentialsFile))
 	assert.True(t, os.IsNotExist(err), "restore must not write credentials")
 }
@@ -125,7 +131,7 @@ func TestFileRoundTrip(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "lab.tar.gz")
 	res, err := backup.Backup(ctx, src.Lab, backup.Target{File: dest}, backup.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, 4+2+1+1, res.Files, "4 objects, 2 workspace files, 1 record, the plan")
+	assert.Equal(t, 4+2+1+1+1, res.Files, "4 objects, 2 workspace files, 1 record, the verify report, the plan")
 	assert.Equal(t, []string{filepath.Join(src.Workspace, "leak.env")}, res.Skipped)
 
 	// Standard tools read it: tar lists every file and the manifest.
@@ -136,6 +142,7 @@ func TestFileRoundTrip(t *testing.T) {
 	assert.Contains(t, names, "bucket/ray/train-run/checkpoint_2026-11-29_05-00-00.000001/checkpoint.pt")
 	assert.Contains(t, names, "workspace/train.py")
 	assert.Contains(t, names, "records/fault.json")
+	assert.Contains(t, names, "reports/verify.json", "the last verify report")
 	assert.Equal(t, "manifest.json", names[len(names)-1], "the manifest is written last")
 	assertNoSecret(t, dest, src.Secrets)
 
@@ -143,8 +150,11 @@ func TestFileRoundTrip(t *testing.T) {
 	got, err := backup.Restore(ctx, dst.Lab, backup.Target{File: dest}, backup.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 4, got.Objects)
-	assert.Equal(t, 3, got.Files)
+	assert.Equal(t, 4, got.Files)
 	assertSame(t, src, dst)
+	b, err := os.ReadFile(dst.StateDir.File(state.VerifyReportFile))
+	require.NoError(t, err)
+	assert.Equal(t, verifyReport, string(b), "restore puts the verify report back in the state dir")
 }
 
 // assertNoSecret reads the whole archive, decompressed, for each secret.

@@ -57,7 +57,7 @@ func Open(d state.Dir) (Lab, error) {
 	if !filepath.IsAbs(ws) { // as render.WorkspaceDir places it
 		ws = d.File(ws)
 	}
-	return Lab{Project: st.Project, Store: mc, Bucket: store.DefaultBucket, Workspace: ws, StateDir: d, Secrets: secretsOf(creds)}, nil
+	return Lab{Project: st.Project, Store: mc, Bucket: store.DefaultBucket, Workspace: ws, StateDir: d, Secrets: creds.Secrets()}, nil
 }
 
 // NewLab is a lab of a MinIO at endpoint (a URL) with root keys: for tests
@@ -92,16 +92,6 @@ func (l Lab) storeErr(what string, err error) error {
 		return clierr.Mark(err, store.ErrUnreachable)
 	}
 	return err
-}
-
-func secretsOf(c plan.Credentials) []string {
-	var out []string
-	for _, s := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // item is one file to back up: where it goes, where it comes from, and how
@@ -146,6 +136,11 @@ func (l Lab) items(ctx context.Context) (out []item, skipped []string, err error
 		return nil, nil, err
 	}
 	out, skipped = append(out, recs...), append(skipped, sk...)
+	reps, sk, err := l.dirItems(l.StateDir.File(state.ReportsDir), ReportsDir, "state dir ")
+	if err != nil {
+		return nil, nil, err
+	}
+	out, skipped = append(out, reps...), append(skipped, sk...)
 	if b, err := os.ReadFile(l.StateDir.File(state.StateFile)); err == nil {
 		b = l.redact(b)
 		out = append(out, item{Entry: Entry{Path: path.Join(PlanDir, state.StateFile), Size: int64(len(b)), From: l.StateDir.File(state.StateFile), ModTime: time.Now().UTC(), Mode: 0o600}, data: b})

@@ -22,6 +22,7 @@ const (
 	BucketDir    = "bucket"    // bucket/<bucket>/<key>: the lab's MinIO objects
 	WorkspaceDir = "workspace" // workspace/<path>: the Jupyter workspace
 	RecordsDir   = "records"   // records/<exercise>.json: the exercise records
+	ReportsDir   = "reports"   // reports/verify.json: the lab's last verify report
 	PlanDir      = "plan"      // plan/state.json: the lab's plan, for reference (never restored)
 )
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -56,47 +54,29 @@ type remote struct {
 	endpoint  string
 	fromVar   string // the variable that named the endpoint, "" for AWS's default
 	credsFrom string // the variables or file the keys came from
+	region    string
 }
 
-// openRemote builds the S3 client from AWS_ENDPOINT_URL_S3 or
-// AWS_ENDPOINT_URL (AWS's own endpoint when neither is set), AWS_REGION,
-// and minio-go's chain of the AWS_* variables and ~/.aws/credentials
-// (AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE): the settings aws s3 reads.
-func openRemote() (*remote, error) {
-	r := &remote{endpoint: "https://s3.amazonaws.com"}
-	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
-		if e := os.Getenv(v); e != "" {
-			r.endpoint, r.fromVar = e, v
-			break
+// openRemote builds the S3 client from the settings s, or when s is nil
+// from the environment as ResolveS3 reads it.
+func openRemote(s *S3Settings) (*remote, error) {
+	if s == nil {
+		got, err := ResolveS3()
+		if err != nil {
+			return nil, err
 		}
+		s = &got
+	}
+	r := &remote{endpoint: "https://s3.amazonaws.com", fromVar: s.EndpointVar, credsFrom: s.From, region: s.Region}
+	if s.Endpoint != "" {
+		r.endpoint = s.Endpoint
 	}
 	u, err := url.Parse(r.endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, clierr.Hintf("set "+r.fromVar+" to a URL like https://s3.example.com or http://127.0.0.1:9000", "%s=%q is not an http(s) URL", r.fromVar, r.endpoint)
 	}
-	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = os.Getenv("AWS_DEFAULT_REGION")
-	}
-	creds := credentials.NewChainCredentials([]credentials.Provider{&credentials.EnvAWS{}, &credentials.FileAWSCredentials{}})
-	r.credsFrom = "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_ACCESS_KEY") == "" {
-		file := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
-		if file == "" {
-			home, _ := os.UserHomeDir()
-			file = filepath.Join(home, ".aws", "credentials")
-		}
-		profile := os.Getenv("AWS_PROFILE")
-		if profile == "" {
-			profile = "default"
-		}
-		r.credsFrom = fmt.Sprintf("profile %q of %s (AWS_PROFILE)", profile, file)
-	}
-	if v, err := creds.GetWithContext(nil); err != nil || v.AccessKeyID == "" {
-		return nil, clierr.Hintf("export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL for MinIO or Ceph), or set AWS_PROFILE to a profile of ~/.aws/credentials",
-			"no S3 credentials: AWS_ACCESS_KEY_ID is not set and %s has none", strings.TrimPrefix(r.credsFrom, "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"))
-	}
-	r.mc, err = minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region})
+	creds := credentials.NewStaticV4(s.AccessKey, s.SecretKey, s.SessionToken)
+	r.mc, err = minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: s.Region})
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", r.endpoint, err)
 	}
@@ -140,7 +120,7 @@ func (r *remote) ensureBucket(ctx context.Context, bucket string) error {
 	if ok {
 		return nil
 	}
-	if err := r.mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: os.Getenv("AWS_REGION")}); err != nil {
+	if err := r.mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: r.region}); err != nil {
 		var er minio.ErrorResponse
 		if errors.As(err, &er) && (er.Code == "BucketAlreadyOwnedByYou" || er.Code == "BucketAlreadyExists") {
 			return nil

@@ -48,7 +48,7 @@ func Restore(ctx context.Context, l Lab, src Target, o Options) (Restored, error
 	if src.File != "" {
 		m, err = verifyArchive(ctx, src.File, o)
 	} else {
-		if r, err = openRemote(); err == nil {
+		if r, err = openRemote(o.S3); err == nil {
 			m, err = verifyS3(ctx, r, src, o)
 		}
 	}
@@ -153,6 +153,8 @@ func (l Lab) destination(p string) (string, string) {
 		return filepath.Join(l.Workspace, filepath.FromSlash(rest)), "file"
 	case RecordsDir:
 		return filepath.Join(l.StateDir.File(state.RecordsDir), filepath.FromSlash(rest)), "file"
+	case ReportsDir:
+		return filepath.Join(l.StateDir.File(state.ReportsDir), filepath.FromSlash(rest)), "file"
 	}
 	return "", ""
 }

@@ -1,7 +1,8 @@
-// Package fleet is the instructor's check of a whole course section
-// (`mltrain fleet verify`): over SSH it runs `mltrain verify --json` on every
-// student's node, in parallel, and merges the answers into one report in
-// which each host ends in exactly one state.
+// Package fleet is the instructor's view of a whole course section: over
+// SSH it runs `mltrain verify --json` (`mltrain fleet verify`) or `mltrain
+// backup` to the course's S3 (`mltrain fleet backup`) on every student's
+// node, in parallel, and merges the answers into one report in which each
+// host ends in exactly one state.
 package fleet
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +65,10 @@ type Options struct {
 	Home string
 	// Progress gets a step per host.
 	Progress progress.Reporter
+
+	// sent sees each command line as it goes to a host: the tests' proof
+	// that no secret is in one.
+	sent func(h Host, cmd string)
 }
 
 // Report is the merged verification of every host, in the file's order.
@@ -107,17 +113,44 @@ func Run(ctx context.Context, hosts []Host, o Options) (Report, error) {
 	if err := o.defaults(); err != nil {
 		return Report{}, err
 	}
-	auth, closeAuth, err := signers(o.Identity, o.Home)
+	j := job{what: "mltrain verify", command: func(int, Host) string { return remoteCommand(o) },
+		judge:  func(_ int, n verify.Node, h Host, out []byte, r ran) verify.Node { return classify(n, h, o, out, r) },
+		passed: func(n verify.Node) string { return fmt.Sprintf("passed (%d checks)", len(n.Report.Checks)) }}
+	nodes, start, err := runHosts(ctx, hosts, o, j)
 	if err != nil {
 		return Report{}, err
+	}
+	rep := Report{Started: start.UTC(), Hosts: nodes}
+	rep.States, rep.OK = tally(nodes, Passed, Rehearsed)
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// job is what a fleet command does on each host once connected: the
+// remote command line, what its SSH session's stdin carries (secrets go
+// there, never in the command line), and how its output names the state.
+type job struct {
+	what    string // the command, for progress and time-outs: "mltrain verify"
+	command func(i int, h Host) string
+	stdin   []byte
+	judge   func(i int, n verify.Node, h Host, out []byte, r ran) verify.Node
+	passed  func(n verify.Node) string // the progress line of a host that passed
+}
+
+// runHosts does j on every host, o.Parallel at once, and returns each
+// host's node in the hosts' order and when it started. o has its defaults.
+func runHosts(ctx context.Context, hosts []Host, o Options, j job) ([]verify.Node, time.Time, error) {
+	auth, closeAuth, err := signers(o.Identity, o.Home)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	defer closeAuth()
 	keys, err := newHostKeys(o.KnownHosts, o.AcceptNew)
 	if err != nil {
-		return Report{}, err
+		return nil, time.Time{}, err
 	}
 	start := time.Now()
-	rep := Report{Started: start.UTC(), Hosts: make([]verify.Node, len(hosts)), States: map[string]int{}}
+	nodes := make([]verify.Node, len(hosts))
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	for i, h := range hosts {
@@ -131,34 +164,38 @@ func Run(ctx context.Context, hosts []Host, o Options) (Report, error) {
 				return
 			}
 			progress.Begin(o.Progress, h.Name(), "connecting to "+h.Spec)
-			n := checkHost(ctx, h, o, auth, keys)
+			n := checkHost(ctx, i, h, o, j, auth, keys)
 			if n.State == Passed {
-				progress.End(o.Progress, h.Name(), fmt.Sprintf("passed (%d checks)", len(n.Report.Checks)))
+				progress.End(o.Progress, h.Name(), j.passed(n))
 			} else {
 				progress.Failed(o.Progress, h.Name(), errors.New(n.State+": "+n.Detail))
 			}
-			rep.Hosts[i] = n
+			nodes[i] = n
 		}()
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return Report{}, err
+		return nil, time.Time{}, err
 	}
-	rep.OK = true
-	for _, n := range rep.Hosts {
-		rep.States[n.State]++
-		rep.OK = rep.OK && (n.State == Passed || n.State == Rehearsed)
+	return nodes, start, nil
+}
+
+// tally counts the nodes by state; ok says whether each is in one of good.
+func tally(nodes []verify.Node, good ...string) (map[string]int, bool) {
+	states, ok := map[string]int{}, true
+	for _, n := range nodes {
+		states[n.State]++
+		ok = ok && slices.Contains(good, n.State)
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	return rep, nil
+	return states, ok
 }
 
 // dialTimeout bounds the TCP connect: a node that drops packets is
 // unreachable long before a verify would time out.
 const dialTimeout = 20 * time.Second
 
-// checkHost connects, runs the remote verify and names the host's state.
-func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, keys *hostKeys) verify.Node {
+// checkHost connects, runs the job's command and names the host's state.
+func checkHost(parent context.Context, i int, h Host, o Options, j job, auth ssh.AuthMethod, keys *hostKeys) verify.Node {
 	t0 := time.Now()
 	n := verify.Node{Host: h.Spec, Label: h.Label}
 	defer func() { n.Seconds = time.Since(t0).Seconds() }()
@@ -218,32 +255,25 @@ func checkHost(parent context.Context, h Host, o Options, auth ssh.AuthMethod, k
 	}
 	client := ssh.NewClient(sc, chans, reqs)
 	defer client.Close()
-	progress.Say(o.Progress, h.Name(), "running mltrain verify")
-	out, run, err := runVerify(client, remoteCommand(o))
+	progress.Say(o.Progress, h.Name(), "running "+j.what)
+	cmd := j.command(i, h)
+	if o.sent != nil {
+		o.sent(h, cmd)
+	}
+	out, run, err := runRemote(client, cmd, j.stdin)
 	if ctx.Err() != nil {
-		return timedOut("while 'mltrain verify' ran")
+		return timedOut("while '" + j.what + "' ran")
 	}
 	if err != nil {
 		n.State, n.Detail, n.Fix = Unreachable, err.Error(), "run again; if it persists, log in with ssh "+h.Spec
 		return n
 	}
-	return classify(n, h, o, out, run)
+	return j.judge(i, n, h, out, run)
 }
 
-// remoteCommand is the verify run on a host, its words quoted for the
-// remote shell (a leading ~/ in --mltrain is left to the shell to expand).
+// remoteCommand is the verify run on a host.
 func remoteCommand(o Options) string {
-	bin := shellQuote(o.Mltrain)
-	if rest, ok := strings.CutPrefix(o.Mltrain, "~/"); ok {
-		bin = "~/" + shellQuote(rest)
-	}
-	words := []string{bin, "verify", "--json"}
-	if o.Project != "" {
-		words = append(words, "--project", shellQuote(o.Project))
-	}
-	if o.StateDir != "" {
-		words = append(words, "--state-dir", shellQuote(o.StateDir))
-	}
+	words := o.mltrainWords("verify", "--json")
 	if len(o.Only) > 0 {
 		words = append(words, "--only", shellQuote(strings.Join(o.Only, ",")))
 	}
@@ -251,6 +281,24 @@ func remoteCommand(o Options) string {
 		words = append(words, "--data-full")
 	}
 	return strings.Join(words, " ")
+}
+
+// mltrainWords starts a command line on a host: mltrain, the command's
+// words and the lab's --project and --state-dir, quoted for the remote
+// shell (a leading ~/ in --mltrain is left to the shell to expand).
+func (o Options) mltrainWords(words ...string) []string {
+	bin := shellQuote(o.Mltrain)
+	if rest, ok := strings.CutPrefix(o.Mltrain, "~/"); ok {
+		bin = "~/" + shellQuote(rest)
+	}
+	out := append([]string{bin}, words...)
+	if o.Project != "" {
+		out = append(out, "--project", shellQuote(o.Project))
+	}
+	if o.StateDir != "" {
+		out = append(out, "--state-dir", shellQuote(o.StateDir))
+	}
+	return out
 }
 
 func shellQuote(s string) string {

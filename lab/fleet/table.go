@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/mltrain/mltrain/lab/verify"
 )
 
@@ -22,8 +24,65 @@ const (
 // each host that did not pass did not, with what to do, and a summary line.
 func WriteTable(w io.Writer, r Report, color bool) error {
 	groups := verify.NodeGroups(r.Hosts)
+	cells := make([][]string, len(r.Hosts))
+	for i, n := range r.Hosts {
+		var tally map[string]verify.GroupTally
+		if n.Report != nil {
+			tally = n.Report.Tally()
+		}
+		for _, g := range groups {
+			cells[i] = append(cells[i], tally[g].Cell())
+		}
+	}
+	m := matrix{hosts: r.Hosts, cols: groups, cells: cells, states: r.States, seconds: r.Seconds}
+	if r.States[Failed] > 0 {
+		m.note = "Each failed check's evidence and fix: run again with --html FILE (one page) or --json."
+	}
+	m.verdict = "every host is verified"
+	if r.States[Rehearsed] > 0 {
+		m.verdict += fmt.Sprintf(", %d only as a rehearsal (its exercises ran under conditions)", r.States[Rehearsed])
+	}
+	if !r.OK {
+		m.verdict = "NOT every host is verified"
+	}
+	return m.write(w, color)
+}
+
+// WriteBackupTable prints a fleet backup for people: one row per host with
+// its state, what its backup holds and sent, and where it went; then why
+// each host that did not pass did not, and a summary line.
+func WriteBackupTable(w io.Writer, r BackupReport, color bool) error {
+	nodes := r.Nodes()
+	cells := make([][]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		files, size, sent := "-", "-", "-"
+		if b := h.Backup; b != nil {
+			files, size, sent = fmt.Sprint(b.Files), humanize.IBytes(uint64(b.Bytes)), humanize.IBytes(uint64(b.Sent))
+		}
+		cells[i] = []string{files, size, sent, h.Target}
+	}
+	m := matrix{hosts: nodes, cols: []string{"FILES", "SIZE", "SENT", "TO"}, cells: cells, states: r.States, seconds: r.Seconds,
+		verdict: "every host is backed up to " + r.Target}
+	if !r.OK {
+		m.verdict = "NOT every host is backed up"
+	}
+	return m.write(w, color)
+}
+
+// matrix is a table over hosts: a row per host with its state and a cell
+// per column, why each host that did not pass did not, a note, a verdict.
+type matrix struct {
+	hosts         []verify.Node
+	cols          []string
+	cells         [][]string // per host, per column
+	states        map[string]int
+	seconds       float64
+	note, verdict string
+}
+
+func (m matrix) write(w io.Writer, color bool) error {
 	hostW, stateW := len("HOST"), len("STATE")
-	for _, n := range r.Hosts {
+	for _, n := range m.hosts {
 		hostW = max(hostW, utf8.RuneCountInString(n.Name()))
 		stateW = max(stateW, len(n.State))
 	}
@@ -38,16 +97,11 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 		}
 		return c + s + colorReset
 	}
-	cells := make([][]string, len(r.Hosts))
-	widths := make([]int, len(groups))
-	for i, n := range r.Hosts {
-		var tally map[string]verify.GroupTally
-		if n.Report != nil {
-			tally = n.Report.Tally()
-		}
-		for j, g := range groups {
-			cells[i] = append(cells[i], tally[g].Cell())
-			widths[j] = max(widths[j], len(g), len(cells[i][j]))
+	widths := make([]int, len(m.cols))
+	for j, c := range m.cols {
+		widths[j] = len(c)
+		for i := range m.hosts {
+			widths[j] = max(widths[j], utf8.RuneCountInString(m.cells[i][j]))
 		}
 	}
 	var row strings.Builder
@@ -56,11 +110,11 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 		row.Reset()
 	}
 	row.WriteString(pad("HOST", hostW) + "  " + pad("STATE", stateW))
-	for j, g := range groups {
-		row.WriteString("  " + pad(g, widths[j]))
+	for j, c := range m.cols {
+		row.WriteString("  " + pad(c, widths[j]))
 	}
 	endRow()
-	for i, n := range r.Hosts {
+	for i, n := range m.hosts {
 		c := colorRed
 		switch n.State {
 		case Passed:
@@ -69,7 +123,7 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 			c = colorYellow
 		}
 		row.WriteString(pad(n.Name(), hostW) + "  " + paint(n.State, c) + strings.Repeat(" ", stateW-len(n.State)))
-		for j, c := range cells[i] {
+		for j, c := range m.cells[i] {
 			row.WriteString("  ")
 			switch {
 			case strings.HasPrefix(c, "FAIL"):
@@ -79,12 +133,12 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 			default:
 				row.WriteString(c)
 			}
-			row.WriteString(strings.Repeat(" ", widths[j]-len(c)))
+			row.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)))
 		}
 		endRow()
 	}
 	var why strings.Builder
-	for _, n := range r.Hosts {
+	for _, n := range m.hosts {
 		if n.State == Passed {
 			continue
 		}
@@ -100,23 +154,16 @@ func WriteTable(w io.Writer, r Report, color bool) error {
 	if why.Len() > 0 {
 		b.WriteString("\n" + why.String())
 	}
-	if r.States[Failed] > 0 {
-		b.WriteString("\nEach failed check's evidence and fix: run again with --html FILE (one page) or --json.\n")
+	if m.note != "" {
+		b.WriteString("\n" + m.note + "\n")
 	}
 	var counts []string
 	for _, s := range States {
-		if r.States[s] > 0 {
-			counts = append(counts, fmt.Sprintf("%d %s", r.States[s], s))
+		if m.states[s] > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", m.states[s], s))
 		}
 	}
-	verdict := "every host is verified"
-	if r.States[Rehearsed] > 0 {
-		verdict += fmt.Sprintf(", %d only as a rehearsal (its exercises ran under conditions)", r.States[Rehearsed])
-	}
-	if !r.OK {
-		verdict = "NOT every host is verified"
-	}
-	fmt.Fprintf(&b, "\n%d hosts in %.1fs: %s: %s\n", len(r.Hosts), r.Seconds, strings.Join(counts, ", "), verdict)
+	fmt.Fprintf(&b, "\n%d hosts in %.1fs: %s: %s\n", len(m.hosts), m.seconds, strings.Join(counts, ", "), m.verdict)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

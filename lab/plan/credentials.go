@@ -27,6 +27,18 @@ type Credentials struct {
 	RayAuthToken         string `json:"ray_auth_token"`
 }
 
+// Secrets lists the non-empty secrets: what no file meant to leave the
+// state dir (a backup, a saved report) may hold.
+func (c Credentials) Secrets() []string {
+	var out []string
+	for _, s := range []string{c.MinIOAccessKey, c.MinIOSecretKey, c.MinIOLabAccessKey, c.MinIOLabSecretKey, c.GrafanaAdminPassword, c.JupyterToken, c.RayAuthToken} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Validate reports a missing secret.
 func (c Credentials) Validate() error {
 	for _, f := range []struct{ name, v string }{

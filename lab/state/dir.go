@@ -28,6 +28,10 @@ const (
 	CredentialsFile = "credentials.json" // the lab's secrets (0600)
 	StateFile       = "state.json"       // the lab's plan, recorded by up and join (0600)
 	RecordsDir      = "exercises"        // one JSON record per exercise run
+	ReportsDir      = "reports"          // the last reports of commands that judge the lab
+	// VerifyReportFile is the last 'mltrain verify' report, as its --json
+	// prints it (0600): a backup carries it.
+	VerifyReportFile = ReportsDir + "/verify.json"
 )
 
 // DefaultStateDir is ~/.mltrain/<project>, overridden by $MLTRAIN_STATE_DIR.

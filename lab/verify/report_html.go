@@ -69,6 +69,7 @@ type stateCount struct {
 
 type pageView struct {
 	Title     string
+	Done      string // what a passed node is: "verified"
 	Generated string
 	Groups    []string
 	Nodes     []nodeView
@@ -81,7 +82,14 @@ type pageView struct {
 // against the check groups, then each node's checks, each with its evidence
 // and fix in a <details> (open when it failed). It reads the same printed.
 func WriteHTML(w io.Writer, title string, nodes []Node, generated time.Time) error {
-	v := pageView{Title: title, Generated: generated.UTC().Format("2006-01-02 15:04 UTC"), Groups: NodeGroups(nodes), AllPassed: len(nodes) > 0}
+	return WriteNodesHTML(w, title, "verified", nodes, generated)
+}
+
+// WriteNodesHTML is WriteHTML for nodes that did something else than
+// verify ('mltrain fleet backup'): done says what a passed node is
+// ("backed up"); nodes without a report show their state and detail.
+func WriteNodesHTML(w io.Writer, title, done string, nodes []Node, generated time.Time) error {
+	v := pageView{Title: title, Done: done, Generated: generated.UTC().Format("2006-01-02 15:04 UTC"), Groups: NodeGroups(nodes), AllPassed: len(nodes) > 0}
 	counts := map[string]int{}
 	for i, n := range nodes {
 		nv := nodeView{Node: n, Anchor: fmt.Sprintf("node-%d", i+1)}
