@@ -162,4 +162,15 @@ cat > ` + seen + `/stdin.$$; printf '%s\n' "$@" > ` + seen + `/args.$$; env > ` 
 	assert.Contains(t, page.String(), "3 files (2.0 KiB) in s3://course/2026-11-29/ada-lovelace/")
 	assert.Contains(t, page.String(), "unknown flag: --s3-env-stdin")
 	assert.NotContains(t, page.String(), secret)
+
+	// As the instructor opens it: in Chromium, at a laptop's width.
+	file := filepath.Join(t.TempDir(), "fleet-backup.html")
+	require.NoError(t, os.WriteFile(file, []byte(page.String()), 0o644))
+	p := fleettest.OpenWith(t, file, "fleet-backup-1000px", fleettest.Options{Width: 1000, Eval: map[string]string{
+		"scroll": `document.documentElement.scrollWidth`,
+	}})
+	assert.Empty(t, p.Problems)
+	assert.LessOrEqual(t, p.Values["scroll"], 1000.0, "the page does not scroll sideways at 1000 px")
+	assert.Contains(t, p.Text, "Not every node is backed up")
+	assert.Contains(t, p.Text, "3 files (2.0 KiB) in s3://course/2026-11-29/ada-lovelace/")
 }
