@@ -132,9 +132,9 @@ func TestTheReminderAppearsWithin30MinutesOfTheEnd(t *testing.T) {
 
 	// up --lease-end speaks of the end it records, not the recorded one
 	// (a bad value is left to up, which fails on it).
-	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-5*time.Minute), fake.New(), append(lab, "up", "--lease-end", "+2h", "--pull", "bogus")...)
+	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-5*time.Minute), fake.New(), append(lab, "up", "--lease-end", "+2h", "--data", "bogus")...)
 	assert.NotContains(t, errOut, "lease ends in")
-	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-3*time.Hour), fake.New(), append(lab, "up", "--lease-end", "+20m", "--pull", "bogus")...)
+	_, errOut, _ = leaseCLI(t, leaseEnd.Add(-3*time.Hour), fake.New(), append(lab, "up", "--lease-end", "+20m", "--data", "bogus")...)
 	assert.Contains(t, errOut, "lease ends in 20m (14:20 UTC)")
 
 	// --json: one JSON event on stderr, as the command's progress is.

@@ -38,14 +38,33 @@ func faultReady(ctx context.Context, r *runner) error {
 			return err
 		}
 	}
-	nodes, err := r.env.Ray.Nodes(ctx)
+	alive, err := aliveWorkerNodes(ctx, r)
 	if err != nil {
 		return err
 	}
-	alive := 0
-	for _, n := range nodes {
-		if n.Alive() && !n.IsHeadNode {
-			alive++
+	if alive < 2 && len(ws) >= 2 {
+		// Every worker container runs, but one started moments ago (a
+		// restart, an earlier interrupted run's cleanup) has not
+		// registered its new node yet: wait for it, bounded.
+		limit := min(healTimeout, r.o.Timeout)
+		r.say("Ray lists %d ALIVE worker node(s) of %d running worker containers: waiting up to %s for the others to register", alive, len(ws), limit)
+		wctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		for alive < 2 {
+			if err := sleep(wctx, r.o.Poll); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				break
+			}
+			n, err := aliveWorkerNodes(wctx, r)
+			if err != nil {
+				if wctx.Err() != nil {
+					break // the wait is over; the last count stands
+				}
+				return err
+			}
+			alive = n
 		}
 	}
 	if alive < 2 {
@@ -53,6 +72,21 @@ func faultReady(ctx context.Context, r *runner) error {
 			"Ray lists %d ALIVE worker node(s): the fault exercise stops the one that trains and needs another for Ray Train to resume on, so nothing was stopped", alive)
 	}
 	return nil
+}
+
+// aliveWorkerNodes counts the worker nodes Ray lists ALIVE.
+func aliveWorkerNodes(ctx context.Context, r *runner) (int, error) {
+	nodes, err := r.env.Ray.Nodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	alive := 0
+	for _, n := range nodes {
+		if n.Alive() && !n.IsHeadNode {
+			alive++
+		}
+	}
+	return alive, nil
 }
 
 // heal starts stopped worker w and waits until Ray lists a node of it that

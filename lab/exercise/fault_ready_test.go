@@ -11,6 +11,7 @@ import (
 
 	"github.com/mltrain/mltrain/internal/clierr"
 	"github.com/mltrain/mltrain/internal/ray"
+	"github.com/mltrain/mltrain/internal/ray/raymodel"
 	"github.com/mltrain/mltrain/lab/exercise"
 )
 
@@ -84,9 +85,11 @@ func TestFaultRefusesWithOneWorkerNode(t *testing.T) {
 	eng := labEngine()
 	f := newFixture(t, eng)
 	trainRun(f, eng, labWorkers, w1IP)
+	f.opts.Timeout = 300 * time.Millisecond
 	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Ray lists 1 ALIVE worker node(s)")
+	assert.Contains(t, said(f), "waiting up to 300ms for the others to register", "both worker containers run: it waited first")
 	assert.Contains(t, clierr.Hint(err), "mltrain status")
 	assert.Empty(t, eng.CallsOf("stop"))
 	assert.Empty(t, rec.Jobs, "nothing submitted")
@@ -109,4 +112,27 @@ func TestFaultRefusesWhenARestartedWorkerNeverJoins(t *testing.T) {
 	assert.Contains(t, clierr.Hint(err), "mltrain worker start 0")
 	assert.Equal(t, []string{"ray-worker-0"}, eng.CallsOf("stop"), "only the test's stop")
 	assert.Empty(t, rec.Jobs, "nothing submitted")
+}
+
+// A worker container started moments ago (an interrupted run's cleanup, a
+// restart) whose raylet has not registered yet is waited for, not taken
+// for a missing worker: the exercise goes on once Ray lists its node.
+func TestFaultWaitsForAWorkerThatIsStillRegistering(t *testing.T) {
+	eng := labEngine()
+	f := newFixture(t, eng)
+	trainRun(f, eng, labWorkers, w1IP)
+	e := f.env.Engine.(*rayEngine)
+	spec := raymodel.NodeSpec{ID: "late0000", IP: w0IP, Total: raymodel.Resources{"CPU": 32, "GPU": 1}}
+	e.names["ray-worker-0"], e.specs["ray-worker-0"], e.nodes["ray-worker-0"] = "ray-worker-0", spec, spec.ID
+	if d, err := eng.ContainerInspect(context.Background(), "ray-worker-0"); err == nil {
+		e.names[d.ID] = "ray-worker-0"
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		f.ray.Join(spec) // its raylet registers while the exercise waits
+	}()
+	rec, err := exercise.Run(context.Background(), f.env, "fault", f.opts)
+	require.NoError(t, err, "%v", rec.Problems)
+	assert.Contains(t, said(f), "Ray lists 1 ALIVE worker node(s) of 2 running worker containers: waiting up to")
+	assert.Equal(t, "ray-worker-0", rec.Fault.ResumedContainer)
 }
