@@ -37,8 +37,7 @@ func TestStandinStopKillAndCutNetworkGoDeadInThatOrder(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	}
-	var nodeOf func(string) ray.Node
-	nodeOf = func(service string) ray.Node {
+	nodeOf := func(service string) ray.Node {
 		d := inspect(service)
 		nodes, err := s.c.Ray.Nodes(ctx)
 		require.NoError(t, err)
