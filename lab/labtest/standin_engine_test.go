@@ -30,11 +30,15 @@ type standin struct {
 }
 
 // upStandin brings up a CPU-rehearsal lab of stand-ins (real MinIO) with
-// a compose override, and connects to it as the exercises do.
-func upStandin(t *testing.T, override string) *standin {
+// a compose override (and the lab options tune changes), and connects to
+// it as the exercises do.
+func upStandin(t *testing.T, override string, tune ...func(*plan.Options)) *standin {
 	t.Helper()
 	eng := dockertest.Engine(t)
 	o := labtest.LabOptions(t, eng, "mlt-ray")
+	for _, f := range tune {
+		f(&o)
+	}
 	dir := state.Dir(t.TempDir())
 	if override != "" {
 		require.NoError(t, os.WriteFile(dir.File("compose.override.yaml"), []byte(override), 0o644))

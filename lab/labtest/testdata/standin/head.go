@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -40,7 +41,7 @@ func runHead(cmd string) {
 	c.Join(raymodel.NodeSpec{ID: hn.ID, IP: ip, Head: true, Total: hn.Resources, Labels: hn.Labels})
 	serveMetrics(metricsPort(cmd))
 	writeDashboards()
-	go h.healthChecks()
+	go h.healthChecks(cfg)
 	go h.tick()
 	go func() {
 		for {
@@ -139,28 +140,57 @@ func (h *head) unregister(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// healthChecks reach each raylet's node-manager port, as Ray's GCS
-// health-checks it: a node this head cannot reach (another host behind a
-// firewall, a port not open) is never heard, and goes DEAD.
-func (h *head) healthChecks() {
+// healthChecks start one checker per raylet with a node-manager port, as
+// Ray's GCS health-checks each node on its own timer.
+func (h *head) healthChecks(cfg raymodel.Config) {
+	started := map[string]bool{}
 	for {
 		h.mu.Lock()
-		var check []*node
-		for _, n := range h.nodes {
-			if !n.Head && n.Manager != "" {
-				check = append(check, n)
+		for id, n := range h.nodes {
+			if !n.Head && n.Manager != "" && !started[id] {
+				started[id] = true
+				go h.healthCheck(n, cfg)
 			}
 		}
 		h.mu.Unlock()
-		for _, n := range check {
-			if c, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, n.Manager), time.Second); err == nil {
-				c.Close()
-				h.mu.Lock()
-				n.seen = time.Now()
-				h.mu.Unlock()
-			}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// healthCheck checks one raylet as gcs_health_check_manager.cc does: each
+// check waits up to health_check_timeout_ms, and the next starts
+// health_check_period_ms after it ended. A node this head cannot reach
+// (another host behind a firewall, a port not open) is never heard, and
+// goes DEAD after health_check_failure_threshold failed checks. How long
+// that takes depends on how a check fails, and the model keeps the node
+// ALIVE that long from its last good check: a check refused at once (the
+// raylet died, its port closed: a kill or crash) is Silence, failures x
+// period; a check that waits out its timeout (a cut network: nothing
+// answers, not even a refusal) is Cut, failures x (period + timeout).
+func (h *head) healthCheck(n *node, cfg raymodel.Config) {
+	last := time.Now()
+	for h.c.Known(n.ID) {
+		start := time.Now()
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, n.Manager), cfg.HealthCheckTimeout)
+		var ne net.Error
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "standin head: health check of node %s failed after %s: %v\n", n.ID, time.Since(start).Round(time.Millisecond), err)
 		}
-		time.Sleep(time.Second)
+		switch {
+		case err == nil:
+			c.Close()
+			last = time.Now()
+			h.mu.Lock()
+			n.seen = last
+			h.mu.Unlock()
+		case errors.As(err, &ne) && ne.Timeout():
+			h.c.Cut(n.ID, last)
+			return
+		default:
+			h.c.Silence(n.ID, last)
+			return
+		}
+		time.Sleep(cfg.HealthCheckPeriod)
 	}
 }
 
@@ -170,7 +200,8 @@ func (h *head) tick() {
 	for {
 		h.mu.Lock()
 		for id, n := range h.nodes {
-			if !n.Head && time.Since(n.seen) > silentAfter && h.c.Answering(id) {
+			// A raylet with a node-manager port is the health checks' to judge.
+			if !n.Head && n.Manager == "" && time.Since(n.seen) > silentAfter && h.c.Answering(id) {
 				h.c.Silence(id, n.seen)
 			}
 		}

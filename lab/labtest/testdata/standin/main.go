@@ -8,18 +8,22 @@
 //	            entrypoint resources, run workspace/train.py's event
 //	            contract (raymodel.TrainPy, $STANDIN_TRAIN_EPOCH a epoch) and
 //	            write checkpoints to the lab's MinIO with the lab user's
-//	            keys. A worker that stops heartbeating stays ALIVE for Ray's
-//	            health-check time, then DEAD; Ray's own variables
-//	            (RAY_health_check_period_ms, RAY_JOB_START_TIMEOUT_SECONDS,
-//	            ...) or $STANDIN_RAY_DEAD_AFTER shorten the timings.
+//	            keys. It health-checks each worker's node-manager port as
+//	            Ray's GCS does: a worker whose checks are refused (its
+//	            raylet died) stays ALIVE for failures x period, one whose
+//	            checks time out (its network cut) for failures x (period +
+//	            timeout), then DEAD; Ray's own variables
+//	            (RAY_health_check_period_ms, RAY_health_check_timeout_ms,
+//	            RAY_JOB_START_TIMEOUT_SECONDS, ...) or
+//	            $STANDIN_RAY_DEAD_AFTER shorten the timings.
 //	ray-worker: `ray start --address=HOST:PORT --num-gpus=G --num-cpus=C
 //	            --dashboard-agent-listen-port=P`: its "raylet" registers with
 //	            the head every second and its "dashboard agent" answers
 //	            /api/local_raylet_healthz on P, until SIGTERM, when the
 //	            raylet unregisters its node (DEAD at once, as Ray's does on
 //	            `docker stop`). `/app
-//	            kill-raylet` (docker exec) kills the raylet alone: the
-//	            heartbeats stop and the agent exits with it, while the
+//	            kill-raylet` (docker exec) kills the raylet alone: its
+//	            node-manager port closes and the agent exits with it, while the
 //	            container keeps running (as `ray start --block` does when a
 //	            raylet exits with code 0).
 //	grafana, prometheus, jupyter: their health endpoints.

@@ -52,25 +52,23 @@ func runWorker(cmd string) {
 		fmt.Fprint(w, "success")
 	})}
 	go func() { _ = agent.ListenAndServe() }()
-	var manager net.Listener // nil when the node has no node-manager port
-	if n.Manager != "" {
-		// The raylet's gRPC server: what the head's health check reaches.
-		l, err := net.Listen("tcp", net.JoinHostPort(flag(cmd, "node-ip-address"), n.Manager))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "standin worker: node manager port:", err)
-			os.Exit(1)
-		}
-		manager = l
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+	// The raylet's gRPC server: what the head's health check reaches. With
+	// no --node-manager-port, Ray's raylet takes a free port (0).
+	manager, err := net.Listen("tcp", net.JoinHostPort(flag(cmd, "node-ip-address"), n.Manager))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "standin worker: node manager port:", err)
+		os.Exit(1)
 	}
+	_, n.Manager, _ = net.SplitHostPort(manager.Addr().String())
+	go func() {
+		for {
+			c, err := manager.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	raylet := make(chan os.Signal, 1)
@@ -107,9 +105,7 @@ func runWorker(cmd string) {
 			// stays up, like `ray start --block` after a raylet exit 0.
 			_ = agent.Shutdown(context.Background())
 			_ = rayletSock.Close()
-			if manager != nil {
-				_ = manager.Close() // the head's health checks now fail
-			}
+			_ = manager.Close() // the head's health checks are refused from now
 			fmt.Println("standin: raylet died; the container keeps running")
 			<-stop
 			return
