@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mltrain/mltrain/lab/labtest"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +85,12 @@ func TestBackupSurvivesDownVolumesAndAFreshUp(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "lease.tar.gz")
 	_, stderr, code = runBin(t, binRun{args: append([]string{"backup", dest}, s.lab()...), env: s.env})
 	require.Equal(t, 0, code, "backup: %s", stderr)
+	// And to S3, configured as users do (a second MinIO stands in for it).
+	remote := labtest.StartMinIO(t)
+	s3env := append(slices.Clone(s.env), "AWS_ENDPOINT_URL="+remote.URL, "AWS_ACCESS_KEY_ID="+remote.RootUser,
+		"AWS_SECRET_ACCESS_KEY="+remote.RootPassword, "AWS_REGION=us-east-1")
+	_, stderr, code = runBin(t, binRun{args: append([]string{"backup", "s3://lease-backups/ada"}, s.lab()...), env: s3env})
+	require.Equal(t, 0, code, "backup to S3: %s", stderr)
 
 	_, stderr, code = runBin(t, binRun{args: append([]string{"down", "--volumes", "--yes"}, s.lab()...), env: s.env})
 	require.Equal(t, 0, code, "down --volumes: %s", stderr)
@@ -92,12 +100,18 @@ func TestBackupSurvivesDownVolumesAndAFreshUp(t *testing.T) {
 	mc = labBucket(t, s.stateDir)
 	require.NotEqual(t, objects, bucketObjects(t, mc), "the fresh lab starts without the checkpoints")
 
-	stdout, stderr, code = runBin(t, binRun{args: append([]string{"restore", dest}, s.lab()...), env: s.env})
-	require.Equal(t, 0, code, "restore: %s", stderr)
+	// From S3 first, then the file over it (it converges: all match).
+	stdout, stderr, code = runBin(t, binRun{args: append([]string{"restore", "s3://lease-backups/ada"}, s.lab()...), env: s3env})
+	require.Equal(t, 0, code, "restore from S3: %s", stderr)
 	assert.Contains(t, stdout, fmt.Sprintf("Restored %d objects", len(objects)))
 	assert.Equal(t, objects, bucketObjects(t, mc))
 	assert.Equal(t, work, fileContents(t, ws))
 	assert.Contains(t, work, "mine.py")
+
+	stdout, stderr, code = runBin(t, binRun{args: append([]string{"restore", dest}, s.lab()...), env: s.env})
+	require.Equal(t, 0, code, "restore: %s\n%s", stdout, stderr)
+	assert.Equal(t, objects, bucketObjects(t, mc))
+	assert.Equal(t, work, fileContents(t, ws))
 
 	// The run goes on from its restored checkpoint: Ray Train reloads its
 	// snapshot and hands the latest checkpoint to the new worker group.
