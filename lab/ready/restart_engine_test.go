@@ -44,14 +44,19 @@ func TestWaitWaitsForDockersRestartOnTheEngine(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		require.Eventually(t, func() bool {
 			d, err = eng.ContainerInspect(ctx, name)
-			return err == nil && d.Running
+			return err == nil && d.State == "running" // Running is true while restarting too: a kill then would not count
 		}, time.Minute, 10*time.Millisecond, "Docker started %s again", name)
 		out, err := exec.Command("docker", "kill", "--signal", "SIGINT", name).CombinedOutput()
 		require.NoError(t, err, "docker kill: %s", out)
+		require.Eventually(t, func() bool { // docker kill returns once the signal is sent, before the exit
+			d, err = eng.ContainerInspect(ctx, name)
+			return err == nil && d.State != "running"
+		}, 10*time.Second, 5*time.Millisecond, "%s exited", name)
 	}
-	d, err = eng.ContainerInspect(ctx, name)
-	require.NoError(t, err)
-	require.Equal(t, "restarting", d.State, "Docker waits out its backoff")
+	require.Eventually(t, func() bool { // from its exit to Docker's decision to restart it
+		d, err = eng.ContainerInspect(ctx, name)
+		return err == nil && d.State == "restarting"
+	}, 2*time.Second, 5*time.Millisecond, "Docker waits out its backoff")
 
 	rec := &progress.Recorder{}
 	running := Check{Name: "running", Run: func(ctx context.Context) (string, error) {
