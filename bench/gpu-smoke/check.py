@@ -15,7 +15,8 @@
   devices --uuid U [--where W]
                         what torch sees with only GPU U visible; exit 1 unless it is one device, U
 
-Only `data` needs more than the standard library; the checks are tested by
+Only data, restore and devices need more than the standard library (PIL;
+torch and Lightning, hw.py); the checks are tested by
 test_check.py (make py-check).
 """
 

@@ -90,7 +90,10 @@ grep -E '^(MLTRAIN_EVENT|MLTRAIN_RESULT) ' "$WORK/train.log" | sed 's/^/  /'
 "$PY" "$CHECK" log "$WORK/train.log" "$WORK/gpus.json" --uuid "$UUID" ||
   fail "train.py's events or result are not what mltrain lab expects (above)"
 
-CKPT=$("$PY" "$CHECK" ckpt "$WORK/train.log") || CKPT=$(ls "$WORK"/run/checkpoints/*.ckpt 2>/dev/null | head -1)
+# train.py's result names its ModelCheckpoint's file (checkpoints/food11.ckpt
+# under the run directory); the folder is the fallback.
+CKPT=$("$PY" "$CHECK" ckpt "$WORK/train.log") || CKPT=$(ls "$WORK"/run/checkpoints/*.ckpt 2>/dev/null | head -1 || true)
+case $CKPT in /*|"") ;; *) CKPT="$WORK/run/$CKPT" ;; esac
 [ -n "$CKPT" ] && [ -f "$CKPT" ] || fail "train.py wrote no checkpoint (result line or $WORK/run/checkpoints/*.ckpt)"
 say "restoring $CKPT under this torch (Lightning's resume: one more quick epoch)"
 mkdir "$WORK/resume"
