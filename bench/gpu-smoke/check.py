@@ -7,8 +7,16 @@
   data DIR              write a small Food-11-shaped image folder (needs PIL)
   log FILE GPUS --uuid U  check train.py --mode plain's events and result line against the
                         GPU that was made visible (U) and what NVML reported (GPUS)
+  ckpt FILE             the checkpoint path train.py's result line names
+  restore CKPT --workspace DIR --data-dir DIR --epochs N
+                        load CKPT with torch.load's default and weights_only=False, then resume
+                        it through train.py's modules as its Ray mode does (hw.py); prints the
+                        weights_only verdict line; exit 1 only if Lightning's resume fails
+  devices --uuid U [--where W]
+                        what torch sees with only GPU U visible; exit 1 unless it is one device, U
 
-Only `data` needs more than the standard library; the checks are tested by
+Only data, restore and devices need more than the standard library (PIL;
+torch and Lightning, hw.py); the checks are tested by
 test_check.py (make py-check).
 """
 
@@ -18,16 +26,13 @@ import os
 import random
 import sys
 
+import hw
+from hw import norm_uuid
+
 EVENT = "MLTRAIN_EVENT"
 RESULT = "MLTRAIN_RESULT"
 SPLITS = {"training": 4, "validation": 2, "evaluation": 2}  # images per class
 NUM_CLASSES = 11
-
-
-def norm_uuid(u):
-    """NVML says GPU-<uuid>, torch's device properties say <uuid>."""
-    u = str(u or "").strip().lower()
-    return u[4:] if u.startswith("gpu-") else u
 
 
 def check_gpus(report, expect):
@@ -170,6 +175,27 @@ def cuda():
     return 0
 
 
+def result_checkpoint(text):
+    """The checkpoint path of train.py's result line (its ModelCheckpoint's
+    best_model_path), or "" when there is none."""
+    _, res = parse_log(text)
+    return str((res or {}).get("checkpoint") or "")
+
+
+def restore(a):
+    r = hw.restore(a.ckpt, a.workspace, a.data_dir, a.epochs)
+    line, ok = hw.restore_verdict(r)
+    for key in ("default", "unsafe", "resume"):
+        if r.get(key):
+            print("  %s load: %s" % (key, r[key]), file=sys.stderr)
+    # Reported, not failed: which epoch Lightning goes on from is its own
+    # business; the smoke fails only when the resume itself does.
+    for note in hw.resume_notes(r):
+        print("  note: " + note, file=sys.stderr)
+    print(line)
+    return 0 if ok else 1
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -184,11 +210,38 @@ def main(argv=None):
     lg.add_argument("file")
     lg.add_argument("gpus")
     lg.add_argument("--uuid", required=True)
+    ck = sub.add_parser("ckpt")
+    ck.add_argument("file")
+    rs = sub.add_parser("restore")
+    rs.add_argument("ckpt")
+    rs.add_argument("--workspace", required=True)
+    rs.add_argument("--data-dir", required=True)
+    rs.add_argument("--epochs", type=int, required=True, help="the epochs of the run that wrote CKPT")
+    dv = sub.add_parser("devices")
+    dv.add_argument("--uuid", required=True)
+    dv.add_argument("--where", default="host process")
     a = p.parse_args(argv)
     if a.cmd == "deps":
         return deps()
     if a.cmd == "cuda":
         return cuda()
+    if a.cmd == "restore":
+        return restore(a)
+    if a.cmd == "devices":
+        d = hw.see_devices()
+        print(hw.device_line(d, a.uuid, a.where))
+        problems = hw.device_problems(d, a.uuid)
+        for pr in problems:
+            print("  " + pr, file=sys.stderr)
+        return 1 if problems else 0
+    if a.cmd == "ckpt":
+        with open(a.file) as f:
+            path = result_checkpoint(f.read())
+        if not path:
+            print("  train.py's result line names no checkpoint", file=sys.stderr)
+            return 1
+        print(path)
+        return 0
     if a.cmd == "data":
         print("wrote %d images under %s" % (make_data(a.dir), a.dir), file=sys.stderr)
         return 0

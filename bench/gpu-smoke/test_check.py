@@ -108,5 +108,103 @@ class LogTest(unittest.TestCase):
         self.assertEqual(res["mode"], "plain")
 
 
+class UnpicklingError(Exception):
+    """Stands in for pickle's, whose class name the verdict quotes."""
+
+
+def report(**kw):
+    r = {"torch": "2.6.0+cu124", "lightning": "2.5.1", "default": None, "unsafe": None, "resume": None,
+         "resume_epoch": 1, "saved_epoch": 0}
+    r.update(kw)
+    return r
+
+
+class RestoreTest(unittest.TestCase):
+    def test_err_of_names_the_class_and_the_first_line(self):
+        e = UnpicklingError("Weights only load failed. This file can still be loaded...\nmore text")
+        self.assertEqual(check.hw.err_of(e), "UnpicklingError: Weights only load failed. This file can still be loaded...")
+        self.assertEqual(check.hw.err_of(KeyError()), "KeyError")
+        self.assertLessEqual(len(check.hw.err_of(ValueError("x" * 500))), 160 + len("ValueError: "))
+
+    def test_default_weights_only_follows_torch_2_6_and_the_env(self):
+        wo = check.hw.default_weights_only
+        self.assertIs(wo("2.6.0+cu124", {}), True)
+        self.assertIs(wo("2.10.1", {}), True)
+        self.assertIs(wo("2.5.1", {}), False)
+        self.assertIs(wo("1.13.0", {}), False)
+        self.assertIsNone(wo("dev", {}))
+        self.assertIs(wo("2.6.0", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}), False)
+        self.assertIs(wo("2.5.0", {"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "true"}), True)
+
+    def test_default_load_failing_is_reported_but_a_working_resume_passes(self):
+        line, ok = check.hw.restore_verdict(report(default="UnpicklingError: Weights only load failed."))
+        self.assertTrue(ok)
+        self.assertTrue(line.startswith("gpu-smoke: weights_only: torch 2.6.0+cu124 (default weights_only=True), "
+                                        "lightning 2.5.1"), line)
+        self.assertIn("torch.load default FAILS (UnpicklingError)", line)
+        self.assertIn("weights_only=False OK", line)
+        self.assertIn("as train.py's Ray mode) OK, trained on from epoch 1 (checkpoint holds epoch 0)", line)
+
+    def test_a_failed_resume_fails_the_verdict(self):
+        line, ok = check.hw.restore_verdict(report(default="UnpicklingError: x", resume="UnpicklingError: x",
+                                                   resume_epoch=None))
+        self.assertFalse(ok)
+        self.assertIn("as train.py's Ray mode) FAILS (UnpicklingError)", line)
+        self.assertNotIn("trained on", line)
+
+    def test_everything_loading_under_an_older_torch(self):
+        line, ok = check.hw.restore_verdict(report(torch="2.5.1"))
+        self.assertTrue(ok)
+        self.assertIn("(default weights_only=False)", line)
+        self.assertIn("torch.load default OK", line)
+
+    def test_resume_notes_a_repeated_epoch(self):
+        self.assertEqual(check.hw.resume_notes(report()), [])
+        notes = check.hw.resume_notes(report(resume_epoch=0))
+        self.assertEqual(len(notes), 1)
+        self.assertIn("trained epoch 0 again", notes[0])
+        self.assertEqual(check.hw.resume_notes(report(resume="RuntimeError: x", resume_epoch=0)), [])
+
+    def test_result_checkpoint(self):
+        self.assertEqual(check.result_checkpoint(good_log(result={"checkpoint": "/w/run/checkpoints/food11.ckpt"})),
+                         "/w/run/checkpoints/food11.ckpt")
+        self.assertEqual(check.result_checkpoint(good_log()), "")
+        self.assertEqual(check.result_checkpoint("no result here"), "")
+
+
+class DevicesTest(unittest.TestCase):
+    def seen(self, **kw):
+        d = {"torch": "2.6.0", "visible": U1, "count": 1, "name": "NVIDIA H200", "uuid": U1[4:]}
+        d.update(kw)
+        return d
+
+    def test_the_one_visible_gpu_is_device_0(self):
+        d = self.seen()
+        self.assertEqual(check.hw.device_problems(d, U1), [])
+        self.assertEqual(check.hw.device_line(d, U1, "host process"),
+                         "gpu-smoke: devices (host process; CUDA_VISIBLE_DEVICES=%s; chosen %s): "
+                         "torch.cuda.device_count()=1; cuda:0 NVIDIA H200, uuid %s = the chosen GPU" % (U1, U1, U1))
+
+    def test_another_gpu_or_more_than_one_is_a_problem(self):
+        d = self.seen(uuid=U0[4:], count=2, visible=None)
+        problems = check.hw.device_problems(d, U1)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("torch sees 2 CUDA device(s)", problems[0])
+        self.assertIn("not the GPU made visible (%s)" % U1, problems[1])
+        line = check.hw.device_line(d, U1, "container img")
+        self.assertIn("CUDA_VISIBLE_DEVICES=unset", line)
+        self.assertIn("NOT the chosen GPU", line)
+
+    def test_no_uuid_property_is_said_not_failed(self):
+        d = self.seen(uuid=None)
+        self.assertEqual(check.hw.device_problems(d, U1), [])
+        self.assertIn("no uuid property in torch 2.6.0", check.hw.device_line(d, U1, "host process"))
+
+    def test_no_usable_gpu(self):
+        d = self.seen(error="torch.cuda.device_count() is 0 (torch.version.cuda=None)")
+        self.assertEqual(len(check.hw.device_problems(d, U1)), 1)
+        self.assertIn("torch sees no usable GPU", check.hw.device_line(d, U1, "host process"))
+
+
 if __name__ == "__main__":
     unittest.main()
