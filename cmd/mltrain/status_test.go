@@ -114,13 +114,14 @@ func (s *statusLab) status(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// Ray keeps a stopped worker's node ALIVE until its health checks time out:
-// status never shows every node ALIVE without saying that worker is down.
-func TestStatusAfterWorkerStopSaysRayHasNotNoticed(t *testing.T) {
+// Ray keeps a killed or crashed worker's node ALIVE until its health checks
+// give up (a stopped one unregisters at once): status never shows every node
+// ALIVE without saying that worker is down.
+func TestStatusAfterAWorkerIsKilledSaysRayHasNotNoticed(t *testing.T) {
 	s := newStatusLab(t)
 	s.saveState(t)
 	ip := s.stopWorker(t, 0)
-	require.True(t, s.ray.SilenceIP(ip)) // Ray has not noticed yet
+	require.True(t, s.ray.SilenceIP(ip)) // killed, not stopped: its raylet never unregistered
 
 	out, err := s.status(t)
 	t.Logf("status right after the stop:\n%s", out)
