@@ -78,6 +78,12 @@ func TestBackupRestoreCommands(t *testing.T) {
 	_, stderr, code = runPiped(t, nil, "backup", filepath.Join(t.TempDir(), "lab.zip"), "--state-dir", dir)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "neither a path ending in .tar.gz nor an s3://bucket/prefix URL")
+	assert.Contains(t, stderr, "Next: run 'mltrain backup --help'", "the command layer names the command")
+
+	_, stderr, code = runPiped(t, nil, "restore", "s3://", "--state-dir", dir)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "names no bucket")
+	assert.Contains(t, stderr, "Next: run 'mltrain restore --help'")
 }
 
 // A lab whose MinIO is not answering: the error names it and the next step

@@ -26,7 +26,7 @@ func ParseTarget(s string) (Target, error) {
 	if rest, ok := strings.CutPrefix(s, "s3://"); ok {
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return Target{}, clierr.Usage(fmt.Errorf("%q names no bucket: write s3://BUCKET/PREFIX", s), "")
+			return Target{}, clierr.WithCode(fmt.Errorf("%q names no bucket: write s3://BUCKET/PREFIX", s), clierr.ExitUsage)
 		}
 		prefix = strings.Trim(prefix, "/")
 		if prefix != "" {
@@ -35,7 +35,7 @@ func ParseTarget(s string) (Target, error) {
 		return Target{Bucket: bucket, Prefix: prefix}, nil
 	}
 	if !strings.HasSuffix(s, ".tar.gz") {
-		return Target{}, clierr.Usage(fmt.Errorf("%q is neither a path ending in .tar.gz nor an s3://bucket/prefix URL", s), "")
+		return Target{}, clierr.WithCode(fmt.Errorf("%q is neither a path ending in .tar.gz nor an s3://bucket/prefix URL", s), clierr.ExitUsage)
 	}
 	return Target{File: s}, nil
 }
