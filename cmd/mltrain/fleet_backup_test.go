@@ -123,6 +123,7 @@ func TestFleetBackupUsageErrors(t *testing.T) {
 	_, errOut, code := runOffline(t, "fleet", "backup", hosts, "course.tar.gz")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, `"course.tar.gz" is a file: each host backs up to its own folder of an s3://bucket/prefix`)
+	assert.Contains(t, errOut, "Next: run 'mltrain fleet backup --help'")
 	_, errOut, code = runOffline(t, "fleet", "backup", hosts, "s3://course/sec1")
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "hosts lines 1 (ada l) and 2 (ada/l) would both back up to s3://course/sec1/ada-l/")

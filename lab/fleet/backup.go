@@ -66,7 +66,7 @@ func HostDir(h Host) string {
 // hosts that would share one are a mistake of the hosts file: a usage error.
 func BackupTargets(hosts []Host, dest backup.Target) ([]backup.Target, error) {
 	if dest.File != "" {
-		return nil, clierr.Usage(fmt.Errorf("%q is a file: each host backs up to its own folder of an s3://bucket/prefix", dest.File), "")
+		return nil, clierr.WithCode(fmt.Errorf("%q is a file: each host backs up to its own folder of an s3://bucket/prefix", dest.File), clierr.ExitUsage)
 	}
 	out := make([]backup.Target, len(hosts))
 	seen := map[string]Host{}
