@@ -84,3 +84,29 @@ func TestMltrainCommandPattern(t *testing.T) {
 		assert.NotRegexp(t, mltrainCommand, s)
 	}
 }
+
+// TestUsageHintsAreWrittenWhereTheCommandIsKnown fails when a package below
+// cmd/ calls clierr.Usage: its hint is "run '<command> --help'", and only
+// the command layer knows the command (lab/backup once wrote "run ' --help'").
+// Below cmd/ a usage error is clierr.WithCode(err, clierr.ExitUsage).
+func TestUsageHintsAreWrittenWhereTheCommandIsKnown(t *testing.T) {
+	var bad []string
+	for _, p := range packages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if rel == "cmd/mltrain" || rel == "internal/clierr" {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, line := range strings.Split(string(b), "\n") {
+				if code, _, _ := strings.Cut(line, "//"); strings.Contains(code, "clierr.Usage(") {
+					bad = append(bad, rel+"/"+f+":"+strconv.Itoa(n+1)+": "+strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	assert.Empty(t, bad, "below cmd/, mark a usage error with clierr.WithCode(err, clierr.ExitUsage); the command adds its --help")
+}
