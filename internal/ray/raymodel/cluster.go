@@ -145,16 +145,21 @@ func (c *Cluster) Unregister(id string) bool {
 // UnregisterIP is Unregister for the ALIVE node at ip that still answers
 // (the container the host stopped); it reports whether there was one.
 func (c *Cluster) UnregisterIP(ip string) bool {
+	id := c.answeringAt(ip)
+	return id != "" && c.Unregister(id)
+}
+
+// answeringAt is the id of the ALIVE node at ip whose raylet still
+// answers, or "".
+func (c *Cluster) answeringAt(ip string) string {
 	c.mu.Lock()
-	var id string
+	defer c.mu.Unlock()
 	for _, n := range c.node {
 		if n.IP == ip && n.state == "ALIVE" && n.silent.IsZero() {
-			id = n.ID
-			break
+			return n.ID
 		}
 	}
-	c.mu.Unlock()
-	return id != "" && c.Unregister(id)
+	return ""
 }
 
 // The state messages of a DEAD node: a raylet that unregistered on SIGTERM,
@@ -170,15 +175,7 @@ const (
 // SilenceIP is Silence for the ALIVE node at ip (the container the host
 // stopped); it reports whether there was one.
 func (c *Cluster) SilenceIP(ip string) bool {
-	c.mu.Lock()
-	var id string
-	for _, n := range c.node {
-		if n.IP == ip && n.state == "ALIVE" && n.silent.IsZero() {
-			id = n.ID
-			break
-		}
-	}
-	c.mu.Unlock()
+	id := c.answeringAt(ip)
 	return id != "" && c.Silence(id, c.now())
 }
 
