@@ -32,6 +32,9 @@ import (
 	"github.com/mltrain/mltrain/lab/service"
 )
 
+// backupDocsTest runs docs/BACKUP.md's shell check of a backup.
+const backupDocsTest = "TestTheDocsCheckOfABackupRuns"
+
 // externalCommands are programs the pages name that the tests do not run,
 // and why: each is the host's own tool, named as its manual does.
 var externalCommands = map[string]string{
@@ -44,6 +47,15 @@ var externalCommands = map[string]string{
 	"echo":       "the shell's own",
 	"sh":         "the shell's own",
 	"grep":       "the shell's own (filtering dmesg in a driver hint)",
+	"export":     "the shell's own (setting AWS_* before an S3 backup)",
+	"scp":        "OpenSSH's own tool, run on the student's computer to copy a backup off the node",
+	// docs/BACKUP.md's check of a backup with standard tools, run as written
+	// on a real backup by lab/backup's test (backupDocsTest, checked to exist).
+	"tar":       "run by lab/backup's " + backupDocsTest,
+	"mkdir":     "run by lab/backup's " + backupDocsTest,
+	"cd":        "run by lab/backup's " + backupDocsTest,
+	"jq":        "run by lab/backup's " + backupDocsTest,
+	"sha256sum": "run by lab/backup's " + backupDocsTest,
 }
 
 // checkCommand is what is wrong with c, or nil.
@@ -87,6 +99,9 @@ func checkMltrain(words []string, mention bool) error {
 		return err
 	}
 	err = cmd.ParseFlags(rest)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil // `mltrain X --help`: cobra prints X's help
+	}
 	if err != nil && mention && strings.Contains(err.Error(), "needs an argument") { // prose: "`--url`"
 		err = cmd.ParseFlags(append(rest, "x"))
 	}
@@ -328,7 +343,7 @@ func checkReleaseURL(w, base, version string) error {
 	}
 	script := string(b)
 	if base == "http://HOST:8000" {
-		if !releaseTestDefined("TestInstallFromDistServedAsIs") {
+		if !testDefinedIn("release", "TestInstallFromDistServedAsIs") {
 			return fmt.Errorf("curl %s: no test installs from dist/ served as is", w)
 		}
 		return nil
@@ -342,9 +357,10 @@ func checkReleaseURL(w, base, version string) error {
 	return nil
 }
 
-// releaseTestDefined: release's tests have a test function named name.
-func releaseTestDefined(name string) bool {
-	files, _ := filepath.Glob("../../release/*_test.go")
+// testDefinedIn: a test file of the package in dir (from the repository
+// root) has a test function named name.
+func testDefinedIn(dir, name string) bool {
+	files, _ := filepath.Glob("../../" + dir + "/*_test.go")
 	for _, f := range files {
 		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "\nfunc "+name+"(t *testing.T)") {
 			return true

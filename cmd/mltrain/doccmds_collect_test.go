@@ -7,14 +7,28 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// docPages are the pages a student or instructor reads, from this package.
-var docPages = []string{"../../README.md", "../../docs/LAB.md", "../../workspace/README.md"}
+// docPages are the pages a person reads, from this package: the README,
+// the workspace's, and every page of docs/ but the maintainers' tables
+// (notDocPages), so a new page is checked the day it is written.
+func docPages() ([]string, error) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		return nil, err
+	}
+	pages = slices.DeleteFunc(pages, func(p string) bool { return notDocPages[filepath.Base(p)] })
+	return append([]string{"../../README.md", "../../workspace/README.md"}, pages...), nil
+}
+
+// notDocPages name Ray's and the packages' facts (sources and tests), not
+// commands to type.
+var notDocPages = map[string]bool{"ray-fidelity.md": true, "packages.md": true}
 
 // docCmd is one simple command as a person is shown it, placeholders
 // substituted: its words, shell quotes removed.
@@ -380,8 +394,12 @@ func unquote(w string) string {
 
 // readPages are docPages' commands.
 func readPages() ([]docCmd, error) {
+	pages, err := docPages()
+	if err != nil {
+		return nil, err
+	}
 	var out []docCmd
-	for _, p := range docPages {
+	for _, p := range pages {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err

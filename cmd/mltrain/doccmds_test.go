@@ -189,6 +189,7 @@ func TestEveryCommandTheLabShowsIsChecked(t *testing.T) {
 	require.NoError(t, err)
 	all := append(append(pages, printedCommands(t)...), sourceCommands(t)...)
 	assert.Empty(t, problems(all), "commands the lab shows that would not run as written")
+	assert.True(t, testDefinedIn("lab/backup", backupDocsTest), "lab/backup runs docs/BACKUP.md's check: %s", backupDocsTest)
 
 	// The collector finds what it must: a page's block, prose, a synopsis,
 	// the guide's by-hand lines, a hint, the source.
