@@ -14,6 +14,7 @@ import (
 	"github.com/mltrain/mltrain/internal/docker"
 	"github.com/mltrain/mltrain/internal/gpu"
 	"github.com/mltrain/mltrain/internal/images"
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 )
 
 // labImages are four images from Docker Hub and one from quay.io, as the
@@ -121,20 +122,8 @@ func TestImagesRowWithoutAnEngineIsNotChecked(t *testing.T) {
 // The real dialer: a listening registry is reached, a closed port refuses,
 // a name that cannot exist does not resolve.
 func TestDialRegistry(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
 	ctx := context.Background()
-	assert.NoError(t, DialRegistry(ctx, l.Addr().String()))
+	assert.NoError(t, DialRegistry(ctx, portstest.Hangup(t)))
 
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/mltrain/mltrain/internal/ports/portstest"
 )
 
 // Each way a TCP connect fails reads as a sentence with its fix, never as
@@ -52,25 +54,14 @@ func TestDialProblemsAreSentences(t *testing.T) {
 // A port that takes the connection and closes it (no SSH server there)
 // reads as that, not as "ssh: handshake failed: EOF".
 func TestHandshakeProblemIsASentence(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	conn, err := net.Dial("tcp", l.Addr().String())
+	addr := portstest.Hangup(t)
+	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, _, _, err = ssh.NewClientConn(conn, l.Addr().String(), &ssh.ClientConfig{User: "cc", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
+	_, _, _, err = ssh.NewClientConn(conn, addr, &ssh.ClientConfig{User: "cc", HostKeyCallback: ssh.InsecureIgnoreHostKey()})
 	require.Error(t, err)
-	detail, fix := handshakeProblem(l.Addr().String(), err)
-	assert.Equal(t, l.Addr().String()+" took the connection and closed it before the SSH handshake finished: no SSH server there, or it turns this address away (MaxStartups, a firewall, fail2ban)", detail)
+	detail, fix := handshakeProblem(addr, err)
+	assert.Equal(t, addr+" took the connection and closed it before the SSH handshake finished: no SSH server there, or it turns this address away (MaxStartups, a firewall, fail2ban)", detail)
 	assert.Contains(t, fix, "ssh -v")
 
 	detail, _ = handshakeProblem("10.0.0.9:22", errors.New("ssh: no common algorithm for key exchange"))

@@ -78,3 +78,25 @@ func Free(port int) bool {
 	_ = l.Close()
 	return true
 }
+
+// Hangup listens on loopback and closes every connection it takes at once:
+// a port where something answers but speaks no protocol (a registry's
+// reachability, an SSH handshake cut short). It returns the address.
+func Hangup(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
